@@ -1,0 +1,2 @@
+"""The mutating admission webhook: routes pods that ask for datasets to handler groups whose plugins
+inject the runtime config."""
