@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Builds the local control plane from Go modules through the module proxy (no Docker, no downloads of
+# prebuilt binaries) into a version-keyed cache outside the repository, reusing what is already there.
+# Prints the cache's bin directory on stdout; progress goes to stderr.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=versions.env
+. "$here/versions.env"
+CACHE="${KUBECTL_FLUID_CACHE:-$HOME/.cache/kubectl-fluid}"
+SCRATCH="$CACHE/scratch"
+export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
+command -v go >/dev/null || { echo "error: go (>= 1.26) is needed to build the local control plane; or point KUBECONFIG at an existing cluster" >&2; exit 1; }
+
+say() { printf '[build-bins] %s\n' "$*" >&2; }
+field() { python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+# Each component lands in its own versioned folder, written to a temporary name and renamed at the
+# end, so an interrupted build never leaves a half-built cache entry that later runs would trust.
+dest() { echo "$CACHE/$1-$2"; }
+have() { [ -x "$(dest "$1" "$2")/$3" ]; }
+finish() { rm -rf "$2"; mv "$1" "$2"; }
+timed() { local t0=$SECONDS; "$@"; say "  done in $((SECONDS - t0))s"; }
+
+build_kube() {
+  local out; out=$(dest kubernetes "$KUBE_VERSION")
+  have kubernetes "$KUBE_VERSION" kubectl && { say "kubernetes $KUBE_VERSION: cached"; return; }
+  say "kubernetes $KUBE_VERSION: building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (cold: 10-30 min on 2 cores)"
+  local d="$SCRATCH/kubernetes-$KUBE_VERSION"; rm -rf "$d"; mkdir -p "$d"; cd "$d"
+  go mod init local.build/kubernetes >/dev/null 2>&1
+  local kmod; kmod=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | field GoMod)
+  # k8s.io/kubernetes requires its staging modules at the unpublished v0.0.0; each is published as
+  # v0.X.Y for Kubernetes v1.X.Y. Derive the list from its go.mod so new staging modules are not missed.
+  local staging="v0.${KUBE_VERSION#v1.}" m
+  for m in $( { sed -nE 's#^[[:space:]]*(k8s\.io/[A-Za-z0-9._-]+) v0\.0\.0([[:space:]].*)?$#\1#p' "$kmod"
+                sed -nE 's#^[[:space:]]*(k8s\.io/[A-Za-z0-9._-]+) => \./staging/.*#\1#p' "$kmod"; } | sort -u ); do
+    go mod edit -replace "$m=$m@$staging"
+  done
+  go mod edit -go="$(sed -nE 's/^go ([0-9.]+).*/\1/p' "$kmod")"
+  local gd; gd=$(sed -nE 's/^godebug (default=[^ ]+).*/\1/p' "$kmod"); [ -z "$gd" ] || go mod edit -godebug="$gd"
+  local cmds="kube-apiserver kube-controller-manager kube-scheduler kubectl" c pkgs=""
+  for c in $cmds; do pkgs="$pkgs k8s.io/kubernetes/cmd/$c"; done
+  say "  resolving modules"
+  # shellcheck disable=SC2086
+  go get -tool $(for c in $cmds; do echo "k8s.io/kubernetes/cmd/$c@$KUBE_VERSION"; done) >/dev/null 2>&1 \
+    || go get -tool $(for c in $cmds; do echo "k8s.io/kubernetes/cmd/$c@$KUBE_VERSION"; done)
+  local minor; minor=$(echo "$KUBE_VERSION" | cut -d. -f2)
+  local ld="-s -w" p
+  # kubectl version and tools that parse --version need real version stamps.
+  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld="$ld -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.gitCommit=go-module-build -X $p.buildDate=1970-01-01T00:00:00Z"
+  done
+  rm -rf "$out.tmp"; mkdir -p "$out.tmp"
+  for c in $cmds; do
+    say "  compiling $c"
+    timed go build -trimpath -tags=selinux,notest,grpcnotrace -ldflags "$ld" -o "$out.tmp/$c" "k8s.io/kubernetes/cmd/$c"
+  done
+  finish "$out.tmp" "$out"
+}
+
+build_etcd() {
+  local out; out=$(dest etcd "$ETCD_VERSION")
+  have etcd "$ETCD_VERSION" etcd && { say "etcd $ETCD_VERSION: cached"; return; }
+  say "etcd $ETCD_VERSION: building"
+  local d="$SCRATCH/etcd-$ETCD_VERSION"; rm -rf "$d"; mkdir -p "$d"; cd "$d"
+  go mod init local.build/etcd >/dev/null 2>&1
+  go get -tool "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >/dev/null 2>&1 || go get -tool "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+  rm -rf "$out.tmp"; mkdir -p "$out.tmp"
+  timed go build -trimpath -ldflags "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=go-module-build" \
+    -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3
+  finish "$out.tmp" "$out"
+}
+
+build_installable() {  # name version binary package
+  local out; out=$(dest "$1" "$2")
+  have "$1" "$2" "$3" && { say "$1 $2: cached"; return; }
+  say "$1 $2: building"
+  rm -rf "$out.tmp"; mkdir -p "$out.tmp"
+  GOBIN="$out.tmp" timed go install -trimpath -ldflags "-s -w" "$4@$2"
+  finish "$out.tmp" "$out"
+}
+
+kwok_stages() {
+  # kwok needs Stage objects to move pods and nodes; the upstream "fast" stages ship in its module.
+  local out; out=$(dest kwok "$KWOK_VERSION")
+  [ -s "$out/stages.yaml" ] && return
+  local d="$SCRATCH/dl"; mkdir -p "$d"; cd "$d"; [ -f go.mod ] || go mod init local.build/dl >/dev/null 2>&1
+  local kdir f; kdir=$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | field Dir)
+  for f in node/fast/node-initialize.yaml node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
+           pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
+    echo '---'; cat "$kdir/kustomize/stage/$f"
+  done > "$out/stages.yaml.tmp"
+  mv "$out/stages.yaml.tmp" "$out/stages.yaml"
+}
+
+mkdir -p "$CACHE" "$SCRATCH"
+t0=$SECONDS
+build_installable kwok "$KWOK_VERSION" kwok sigs.k8s.io/kwok/cmd/kwok
+kwok_stages
+build_installable csi-test "$CSI_TEST_VERSION" csi-sanity github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity
+build_etcd
+build_kube
+# One folder of links for callers, keyed by the whole set of pins.
+bin="$CACHE/bin/k8s-$KUBE_VERSION.etcd-$ETCD_VERSION.kwok-$KWOK_VERSION.csi-test-$CSI_TEST_VERSION"
+mkdir -p "$bin"
+for f in kubernetes-"$KUBE_VERSION"/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl} \
+         etcd-"$ETCD_VERSION"/etcd kwok-"$KWOK_VERSION"/{kwok,stages.yaml} csi-test-"$CSI_TEST_VERSION"/csi-sanity; do
+  ln -sfn "$CACHE/$f" "$bin/$(basename "$f")"
+done
+say "control plane ready in $((SECONDS - t0))s: $bin"
+echo "$bin"
