@@ -1,0 +1,83 @@
+"""E2E fixtures: one cluster per test session, one fresh namespace per test.
+
+The cluster is the one ``KUBECONFIG`` names when it is set (kind, or any other cluster: the suite runs
+there unchanged), otherwise a private local control plane started for this session in a temporary
+folder and stopped at its end (see hack/localcluster.py). Assertions read the cluster through the
+official ``kubernetes`` client, independent of the project's own kr8s glue.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import kr8s
+import localcluster
+import pytest
+from kubernetes import client, config
+
+from tests.e2e.wait import eventually
+
+E2E_NAMESPACE_LABEL = "kubectl-fluid.test/e2e"
+
+
+@pytest.fixture(scope="session")
+def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    given = os.environ.get("KUBECONFIG")
+    if given:
+        # KUBECONFIG may list several files; the first is the one clients write to and we read.
+        yield Path(given.split(os.pathsep)[0])
+        return
+    nodes = int(os.environ.get("LOCALCLUSTER_NODES", "2"))
+    with localcluster.running(tmp_path_factory.mktemp("cluster"), nodes) as cluster:
+        # Everything in this session (kr8s, kubectl, the official client, child processes) sees it.
+        os.environ["KUBECONFIG"] = str(cluster.kubeconfig)
+        try:
+            yield cluster.kubeconfig
+        finally:
+            del os.environ["KUBECONFIG"]
+
+
+@pytest.fixture(scope="session")
+def k8s(kubeconfig: Path) -> client.ApiClient:
+    """The official client: the independent eyes of every e2e assertion."""
+    api: client.ApiClient = config.new_client_from_config(config_file=str(kubeconfig))
+    return api
+
+
+@pytest.fixture(scope="session")
+def core(k8s: client.ApiClient) -> client.CoreV1Api:
+    return client.CoreV1Api(k8s)
+
+
+@pytest.fixture(scope="session")
+def apps(k8s: client.ApiClient) -> client.AppsV1Api:
+    return client.AppsV1Api(k8s)
+
+
+@pytest.fixture(scope="session")
+def kr8s_api(kubeconfig: Path) -> kr8s.Api:
+    return kr8s.api(kubeconfig=str(kubeconfig))
+
+
+@pytest.fixture
+def namespace(core: client.CoreV1Api, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace, deleted after the test. Waits for its ``default`` ServiceAccount: the
+    ServiceAccount admission plugin refuses pods created before the controller-manager makes it."""
+    slug = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40].rstrip("-")
+    name = f"e2e-{slug}-{secrets.token_hex(3)}"
+    core.create_namespace(
+        client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels={E2E_NAMESPACE_LABEL: "true"}))
+    )
+    try:
+        eventually(
+            lambda: core.read_namespaced_service_account("default", name),
+            f"ServiceAccount default in namespace {name}",
+            timeout=30,
+        )
+        yield name
+    finally:
+        core.delete_namespace(name)

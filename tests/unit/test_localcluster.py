@@ -1,0 +1,93 @@
+"""The local cluster driver's pure parts: PKI, kubeconfig, process identity, port picking."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import localcluster
+from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+
+def load(path: Path) -> x509.Certificate:
+    return x509.load_pem_x509_certificate(path.read_bytes())
+
+
+def test_pki_chains_to_the_ca_with_the_identities_kubernetes_reads(tmp_path: Path) -> None:
+    localcluster.write_pki(tmp_path)
+    ca, server, admin = (load(tmp_path / f) for f in ("ca.crt", "apiserver.crt", "admin.crt"))
+    ca_key = ca.public_key()
+    assert isinstance(ca_key, ec.EllipticCurvePublicKey)
+    for leaf in (server, admin):
+        leaf.verify_directly_issued_by(ca)
+    # The API server maps O= to groups: the admin must be in system:masters.
+    orgs = [a.value for a in admin.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]
+    assert orgs == ["system:masters"]
+    assert (
+        ExtendedKeyUsageOID.CLIENT_AUTH
+        in admin.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
+    )
+    sans = server.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "kubernetes.default.svc" in sans.get_values_for_type(x509.DNSName)
+    assert {str(ip) for ip in sans.get_values_for_type(x509.IPAddress)} == {"127.0.0.1", "10.96.0.1"}
+    assert oct((tmp_path / "sa.key").stat().st_mode & 0o777) == "0o600"
+
+
+def test_kubeconfig_points_at_the_recorded_port_and_pki(tmp_path: Path) -> None:
+    cluster = localcluster.Cluster(state_dir=tmp_path, ports={"apiserver": 43210})
+    localcluster.write_kubeconfig(cluster)
+    cfg = json.loads(cluster.kubeconfig.read_text())
+    assert cfg["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:43210"
+    assert cfg["users"][0]["user"]["client-key"] == str(tmp_path / "pki" / "admin.key")
+    assert cfg["current-context"] == cfg["contexts"][0]["name"]
+
+
+def test_state_round_trips(tmp_path: Path) -> None:
+    cluster = localcluster.Cluster(
+        state_dir=tmp_path,
+        bin_dir="/bins",
+        etcd_data_dir="/tmp/etcd",
+        ports={"apiserver": 1, "etcd": 2},
+        procs=[localcluster.Proc("etcd", 123, "456")],
+        nodes=["kwok-node-0"],
+    )
+    cluster.save()
+    assert localcluster.Cluster.load(tmp_path) == cluster
+    assert localcluster.Cluster.load(tmp_path / "nowhere") is None
+
+
+def test_a_recorded_process_is_alive_only_while_the_same_process_runs(tmp_path: Path) -> None:
+    # A command name with spaces and parentheses must not confuse the /proc/PID/stat parser.
+    odd = tmp_path / "a) b (c"
+    odd.symlink_to("/bin/sleep")
+    child = subprocess.Popen([str(odd), "30"])
+    try:
+        started = localcluster.proc_start_time(child.pid)
+        assert started is not None
+        assert started.isdigit()
+        assert localcluster.Proc("x", child.pid, started).alive()
+        # Same pid, other start time: a recycled pid must never be taken for our process.
+        assert not localcluster.Proc("x", child.pid, str(int(started) + 1)).alive()
+    finally:
+        child.kill()
+        child.wait()
+    assert localcluster.proc_start_time(child.pid) is None
+    assert localcluster.proc_start_time(os.getpid()) is not None
+
+
+def test_free_ports_are_distinct_and_bindable() -> None:
+    ports = localcluster.free_ports([f"p{i}" for i in range(8)])
+    assert len(set(ports.values())) == 8
+    assert all(1024 < p < 65536 for p in ports.values())
+
+
+def test_fake_nodes_carry_the_annotation_kwok_selects_on() -> None:
+    node = localcluster.node_manifest("kwok-node-3")
+    assert node["metadata"]["annotations"][localcluster.FAKE_NODE_ANNOTATION] == "fake"
+    assert node["metadata"]["labels"]["kubernetes.io/hostname"] == "kwok-node-3"
+    # No taint: ordinary Deployments must land without tolerations.
+    assert "taints" not in node.get("spec", {})
