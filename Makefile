@@ -1,0 +1,67 @@
+# kubectl-fluid — developer entry points. `make help` lists them.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+STATE ?= .dev
+
+.PHONY: help venv bins up down status test unit e2e lint bench clean
+
+help:
+	@echo "make up      start the local cluster (.dev/kubeconfig); builds the control plane on first use"
+	@echo "make down    stop everything 'make up' started and remove its state"
+	@echo "make test    lint + unit + e2e (own private cluster, or the one KUBECONFIG names)"
+	@echo "make bench   figures and ratios, printed side by side"
+	@echo "make lint    ruff + mypy"
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $@
+
+venv: $(STAMP)
+
+# Go-built kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok, csi-sanity,
+# cached by version under $${KUBECTL_FLUID_CACHE:-~/.cache/kubectl-fluid}. Skipped when KUBECONFIG
+# names an existing cluster (kind, or any other).
+bins:
+	@if [ -z "$$KUBECONFIG" ]; then bash hack/build-bins.sh >/dev/null; fi
+
+up: venv
+	$(BIN)/python hack/localcluster.py up --state-dir $(STATE)
+	@echo "export KUBECONFIG=$(abspath $(STATE))/kubeconfig"
+
+# Standard library only: works even when the venv is gone.
+down:
+	$(PYTHON) hack/localcluster.py down --state-dir $(STATE)
+
+status:
+	$(PYTHON) hack/localcluster.py status --state-dir $(STATE)
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+# pytest exits 5 when it collected no test: that is a broken suite, never a pass.
+define run_pytest
+	@set +e; $(BIN)/python -m pytest $(1); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "error: pytest collected no tests ($(1))" >&2; exit 1; fi; exit $$rc
+endef
+
+unit: venv
+	$(call run_pytest,tests/unit)
+
+e2e: venv bins
+	$(call run_pytest,-m e2e tests/e2e)
+
+test: venv bins lint
+	$(call run_pytest,tests)
+
+bench: venv bins
+	$(BIN)/python -m tests.bench
+
+clean: down
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
