@@ -15,10 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import kr8s
-import localcluster
 import pytest
 from kubernetes import client, config
 
+import localcluster
 from tests.e2e.wait import eventually
 
 E2E_NAMESPACE_LABEL = "kubectl-fluid.test/e2e"

@@ -11,8 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import localcluster
 import pytest
+
+import localcluster
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,10 +7,11 @@ import os
 import subprocess
 from pathlib import Path
 
-import localcluster
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+import localcluster
 
 
 def load(path: Path) -> x509.Certificate:
