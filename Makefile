@@ -6,14 +6,15 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 STATE ?= .dev
 
-.PHONY: help venv bins up down status test unit e2e lint bench clean
+.PHONY: help venv bins up down status test unit e2e lint crds bench clean
 
 help:
 	@echo "make up      start the local cluster (.dev/kubeconfig); builds the control plane on first use"
 	@echo "make down    stop everything 'make up' started and remove its state"
 	@echo "make test    lint + unit + e2e (own private cluster, or the one KUBECONFIG names)"
 	@echo "make bench   figures and ratios, printed side by side"
-	@echo "make lint    ruff + mypy"
+	@echo "make lint    ruff + mypy + CRDs in step with the models"
+	@echo "make crds    regenerate manifests/crds from kubectl_fluid/api"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +45,11 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/python -m kubectl_fluid.api.crdgen --check
+
+# Regenerate manifests/crds from the models in kubectl_fluid/api.
+crds: venv
+	$(BIN)/python -m kubectl_fluid.api.crdgen
 
 # pytest exits 5 when it collected no test: that is a broken suite, never a pass.
 define run_pytest

@@ -1,0 +1,68 @@
+"""FuseMount: the CSI node service's published view of one FUSE mount on one node (SPEC §1, §5).
+Written only by the node service; read by ``kubectl fluid mounts``."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from kubectl_fluid.api import names
+from kubectl_fluid.api.base import AGE, DATE_TIME, CrdInfo, KubeModel, PrinterColumn, Resource
+
+FuseMountPhase = Literal["Mounting", "Ready", "Broken", "Unmounting"]
+
+
+class FuseMountSpec(KubeModel):
+    node_name: str = Field(min_length=1)
+    mount_key: str = Field(min_length=1)
+    cluster_id: str
+    master_addrs: str = Field(description="host:port[,host:port...] of the cache masters.")
+    fs_path: str
+    mnt_path: str = Field(description="Host path of the FUSE mount.")
+    mode: names.MountMode
+    fuse_args: list[str] = Field(default_factory=list)
+
+
+class PublishTarget(KubeModel):
+    path: str
+    pod_uid: str | None = None
+
+
+class StagedVolume(KubeModel):
+    volume_id: str
+    staging_path: str
+    targets: list[PublishTarget] = Field(default_factory=list)
+
+
+class FuseMountStatus(KubeModel):
+    phase: FuseMountPhase | None = None
+    ref_count: int = Field(default=0, ge=0, description="Number of staged volumes using the mount.")
+    volumes: list[StagedVolume] = Field(default_factory=list)
+    pid: int | None = Field(default=None, description="FUSE process id (embedded mode).")
+    pod_name: str | None = Field(default=None, description="FUSE pod (standalone mode).")
+    last_transition_time: str | None = Field(default=None, json_schema_extra=DATE_TIME)
+
+
+class FuseMount(Resource):
+    """One FUSE mount of one (node, mount key), named {node}-{mountKey[:16]}."""
+
+    crd: ClassVar[CrdInfo] = CrdInfo(
+        kind="FuseMount",
+        plural="fusemounts",
+        scope="Cluster",
+        printer_columns=(
+            PrinterColumn("Node", ".spec.nodeName"),
+            PrinterColumn("Mode", ".spec.mode"),
+            PrinterColumn("Refs", ".status.refCount", "integer"),
+            PrinterColumn("Phase", ".status.phase"),
+            PrinterColumn("Master-Addrs", ".spec.masterAddrs", priority=1),
+            PrinterColumn("FS-Path", ".spec.fsPath", priority=1),
+            AGE,
+        ),
+        short_names=("fm",),
+    )
+
+    kind: str = "FuseMount"
+    spec: FuseMountSpec
+    status: FuseMountStatus | None = None

@@ -1,0 +1,256 @@
+"""Every label, annotation, object, volume, env and path name the product uses, and the rules that
+derive one name from another. Nothing outside this module spells them (DESIGN: one source of truth).
+
+Kubernetes limits that shape these rules: object names in a namespace that become label values or
+DNS labels must fit 63 characters, and so must the name part of a label key. Where a rule composes two
+user-chosen names (namespace + dataset) and could overflow, the result is shortened deterministically
+with a hash suffix (see ``fit_63``) instead of failing, so odd but legal names still work.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Final, Literal
+
+# --- API group ------------------------------------------------------------------------------------
+GROUP: Final = "data.fluid.io"
+VERSION: Final = "v1alpha1"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+
+DNS_LABEL_MAX: Final = 63
+
+# --- pod injection (SPEC §4) ---------------------------------------------------------------------
+TRUE: Final = "true"
+LABEL_INJECT: Final = "fluid.io/inject"
+LABEL_SERVERLESS_INJECT: Final = "serverless.fluid.io/inject"
+LABEL_INJECT_DONE: Final = "done.sidecar.fluid.io/inject"
+ANNOTATION_DATASET: Final = "fluid.io/dataset"
+# Fluid's own spelling of the same annotation; accepted on input, never written.
+ANNOTATION_DATASETS: Final = "fluid.io/datasets"
+ANNOTATION_DATASETS_IN_USE: Final = "fluid.io/datasets-in-use"
+# Containers the injector must skip: Fluid's FUSE sidecars carry this prefix.
+FUSE_CONTAINER_PREFIX: Final = "fluid-fuse"
+
+WEBHOOK_MUTATE_PATH: Final = "/mutate-fluid-io-v1alpha1-schedulepod"
+WEBHOOK_PLUGINS_CONFIGMAP: Final = "webhook-plugins"
+
+# --- runtime config ConfigMap (SPEC §2, §3) -------------------------------------------------------
+RUNTIME_CONFIG_PREFIX: Final = "fluid-runtime-config-"
+RUNTIME_JSON_KEY: Final = "runtime.json"
+RUNTIME_SH_KEY: Final = "runtime.sh"
+# The ConfigMap (and the pod volume named after it) must be a DNS label, so the prefix eats into
+# the 63 characters a Dataset name may use. The CRD enforces this with a CEL rule.
+MAX_DATASET_NAME_LENGTH: Final = DNS_LABEL_MAX - len(RUNTIME_CONFIG_PREFIX)
+DATASET_NAME_TOO_LONG_MESSAGE: Final = (
+    f"a Dataset name may have at most {MAX_DATASET_NAME_LENGTH} characters: its runtime config "
+    f"ConfigMap and pod volume are named {RUNTIME_CONFIG_PREFIX}<name>, which must fit "
+    f"{DNS_LABEL_MAX} characters"
+)
+
+# Application pods (one directory per dataset, so several datasets never collide).
+POD_CONFIG_ROOT: Final = "/etc/fluid/config"
+RUNTIME_CONFIG_PATH_ENV_PREFIX: Final = "FLUID_RUNTIME_CONFIG_PATH_"
+
+# Cache component pods (master/worker/client of one dataset) see the ConfigMap at the root itself.
+COMPONENT_CONFIG_DIR: Final = POD_CONFIG_ROOT
+COMPONENT_CONFIG_PATH: Final = f"{COMPONENT_CONFIG_DIR}/{RUNTIME_JSON_KEY}"
+COMPONENT_CONFIG_VOLUME: Final = "fluid-runtime-config"
+ENV_DATASET_NAME: Final = "FLUID_DATASET_NAME"
+ENV_DATASET_NAMESPACE: Final = "FLUID_DATASET_NAMESPACE"
+ENV_RUNTIME_CONFIG_PATH: Final = "FLUID_RUNTIME_CONFIG_PATH"
+ENV_RUNTIME_COMPONENT_TYPE: Final = "FLUID_RUNTIME_COMPONENT_TYPE"
+
+SECRETS_ROOT: Final = "/etc/fluid/secrets"
+TIERED_STORE_ROOT: Final = "/fluid/cache"
+
+Component = Literal["master", "worker", "client"]
+COMPONENTS: Final[tuple[Component, ...]] = ("master", "worker", "client")
+
+# --- dataset PV/PVC (SPEC §2) ---------------------------------------------------------------------
+DATASET_PVC_LABEL_PREFIX: Final = "fluid.io/s-"
+LABEL_DATASET_ID: Final = "fluid.io/dataset-id"
+DATASET_FINALIZER: Final = "data.fluid.io/dataset-protection"
+CONTROLLER_FIELD_MANAGER: Final = "fluid-controller"
+RUNTIME_TYPE_CACHE: Final = "cache"
+# Condition type the controller keeps on a CacheRuntime; the printer column reads it.
+CONDITION_READY: Final = "Ready"
+
+# --- CSI driver (SPEC §5) -------------------------------------------------------------------------
+CSI_DRIVER: Final = "curvine.csi.fluid.io"
+KUBELET_PLUGINS_ROOT: Final = "/var/lib/kubelet/plugins"
+FUSE_BINARY: Final = "/opt/curvine/curvine-fuse"
+
+PARAM_MASTER_ADDRS: Final = "master-addrs"
+PARAM_FS_PATH: Final = "fs-path"
+PARAM_PATH_TYPE: Final = "path-type"
+PARAM_MNT_PATH: Final = "mnt-path"  # legacy: accepted, ignored, mount paths are generated
+PARAM_CLUSTER_ID: Final = "cluster-id"
+PARAM_CURVINE_PATH: Final = "curvine-path"
+PATH_TYPE_DIRECTORY: Final = "Directory"
+PATH_TYPE_DIRECTORY_OR_CREATE: Final = "DirectoryOrCreate"
+FUSE_TUNING_PARAMS: Final = (
+    "io-threads",
+    "worker-threads",
+    "mnt-per-task",
+    "clone-fd",
+    "fuse-channel-size",
+    "stream-channel-size",
+    "direct-io",
+    "cache-readdir",
+    "entry-timeout",
+    "attr-timeout",
+    "negative-timeout",
+    "max-background",
+    "congestion-threshold",
+    "node-cache-size",
+    "node-cache-timeout",
+    "mnt-number",
+)
+LEGACY_PARAMS: Final = (
+    PARAM_MNT_PATH,
+    "auto-cache",
+    "kernel-cache",
+    "master-hostname",
+    "master-rpc-port",
+    "master-web-port",
+)
+VOLUME_ATTR_DATASET_NAME: Final = "dataset-name"
+VOLUME_ATTR_DATASET_NAMESPACE: Final = "dataset-namespace"
+VOLUME_ATTR_CLIENTLESS: Final = "clientless"
+
+MountMode = Literal["embedded", "standalone"]
+LABEL_NODE: Final = "fluid.io/node"
+LABEL_MOUNT_KEY: Final = "fluid.io/mount-key"
+FUSE_MOUNT_KEY_PREFIX_LENGTH: Final = 16
+# FuseMount is cluster-scoped: its name is a DNS subdomain.
+DNS_SUBDOMAIN_MAX: Final = 253
+
+
+def fit_63(text: str) -> str:
+    """``text`` if it fits a DNS label / label value / label-key name part, else a stable shortening
+    that keeps a readable prefix and a hash of the whole, so distinct inputs stay distinct."""
+    if len(text) <= DNS_LABEL_MAX:
+        return text
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    return f"{text[: DNS_LABEL_MAX - 9].rstrip('-._')}-{digest}"
+
+
+# --- runtime config -------------------------------------------------------------------------------
+def runtime_config_configmap(dataset: str) -> str:
+    return f"{RUNTIME_CONFIG_PREFIX}{dataset}"
+
+
+def runtime_config_volume(dataset: str) -> str:
+    """The pod volume carrying a dataset's runtime config: named like its ConfigMap."""
+    return runtime_config_configmap(dataset)
+
+
+def pod_config_dir(dataset: str) -> str:
+    """Read-only mount path of a dataset's runtime config in an application container."""
+    return f"{POD_CONFIG_ROOT}/{dataset}/"
+
+
+def pod_runtime_sh_path(dataset: str) -> str:
+    return f"{pod_config_dir(dataset)}{RUNTIME_SH_KEY}"
+
+
+def runtime_config_env_names(dataset: str) -> tuple[str, ...]:
+    """Env names pointing an application at a dataset's runtime.sh: the verbatim name (SPEC asks for
+    it) and, when it differs, a shell-safe upper-case one, because ``ds-1`` makes the verbatim name
+    unusable as ``$VAR`` in a shell."""
+    verbatim = f"{RUNTIME_CONFIG_PATH_ENV_PREFIX}{dataset}"
+    safe = f"{RUNTIME_CONFIG_PATH_ENV_PREFIX}{dataset.upper().replace('-', '_').replace('.', '_')}"
+    return (verbatim,) if safe == verbatim else (verbatim, safe)
+
+
+def dataset_name_error(name: str) -> str | None:
+    """Why ``name`` cannot be a Dataset name, or None. Mirrors the CRD's CEL rule for callers that
+    validate before the API server does (the plugin, the controller on objects from older CRDs)."""
+    return DATASET_NAME_TOO_LONG_MESSAGE if len(name) > MAX_DATASET_NAME_LENGTH else None
+
+
+def encrypt_option_path(secret: str, key: str) -> str:
+    """Where a component pod finds one Secret key: the value of an encryptOption in runtime.json."""
+    return f"{SECRETS_ROOT}/{secret}/{key}"
+
+
+def secret_volume(secret: str) -> str:
+    return fit_63(f"fluid-secret-{secret}")
+
+
+def target_path(namespace: str, dataset: str) -> str:
+    return f"/runtime-mnt/cache/{namespace}/{dataset}/cache-fuse"
+
+
+def tiered_store_mount_path(level: int) -> str:
+    """Container path of a generated (emptyDir) tiered-store level; hostPath levels keep their path."""
+    return f"{TIERED_STORE_ROOT}/level-{level}"
+
+
+def tiered_store_volume(level: int) -> str:
+    return f"fluid-cache-level-{level}"
+
+
+# --- cache components -----------------------------------------------------------------------------
+def component_name(dataset: str, component: Component) -> str:
+    """StatefulSet (master, worker) or DaemonSet (client) of a dataset's cache component."""
+    return f"{dataset}-{component}"
+
+
+def component_service(dataset: str, component: Component) -> str:
+    """Headless Service of a component."""
+    return f"svc-{dataset}-{component}"
+
+
+# --- PV/PVC ---------------------------------------------------------------------------------------
+def dataset_pv(namespace: str, dataset: str) -> str:
+    return f"{namespace}-{dataset}"
+
+
+def dataset_pvc(dataset: str) -> str:
+    return dataset
+
+
+def dataset_pvc_label(namespace: str, dataset: str) -> str:
+    """Label key marking a dataset's PVC (value ``"true"``). The part after ``fluid.io/`` is
+    limited to 63 characters, so a long namespace + name pair is shortened (``fit_63``)."""
+    return f"fluid.io/{fit_63(f's-{namespace}-{dataset}')}"
+
+
+def is_dataset_pvc_label(key: str) -> bool:
+    return key.startswith(DATASET_PVC_LABEL_PREFIX)
+
+
+def dataset_id(namespace: str, dataset: str) -> str:
+    """Value of ``fluid.io/dataset-id``. Readers must not parse it (namespaces and names both may
+    contain ``-``, and long pairs are shortened): a Fluid PVC's dataset is the PVC's own name."""
+    return fit_63(f"{namespace}-{dataset}")
+
+
+# --- CSI ------------------------------------------------------------------------------------------
+def cluster_id(master_addrs: str) -> str:
+    return hashlib.sha256(master_addrs.encode()).hexdigest()[:8]
+
+
+def volume_handle(cluster: str, fs_path: str, pv_name: str) -> str:
+    return f"{cluster}@{fs_path}@{pv_name}"
+
+
+def fuse_mount_path(mount_key: str, plugins_root: str = KUBELET_PLUGINS_ROOT) -> str:
+    return f"{plugins_root}/kubernetes.io/csi/curvine/{mount_key}/fuse-mount"
+
+
+def fuse_mount_name(node: str, mount_key: str) -> str:
+    """Name of the FuseMount mirroring one (node, mount key). The mount key must itself be a valid
+    label value (at most 63 characters) since it is also the ``fluid.io/mount-key`` label."""
+    suffix = f"-{mount_key[:FUSE_MOUNT_KEY_PREFIX_LENGTH]}"
+    return f"{node[: DNS_SUBDOMAIN_MAX - len(suffix)]}{suffix}"
+
+
+def fuse_mount_labels(node: str, mount_key: str) -> dict[str, str]:
+    return {LABEL_NODE: fit_63(node), LABEL_MOUNT_KEY: mount_key}
+
+
+def fuse_mount_node_selector(node: str) -> str:
+    """Label selector for one node's FuseMounts (node names may exceed a label value's 63)."""
+    return f"{LABEL_NODE}={fit_63(node)}"
