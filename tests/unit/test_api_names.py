@@ -1,0 +1,62 @@
+"""Name rules of SPEC §1-§6."""
+
+from __future__ import annotations
+
+from kubectl_fluid.api import names
+
+
+def test_dataset_name_limit_keeps_the_configmap_a_dns_label() -> None:
+    assert names.MAX_DATASET_NAME_LENGTH == 42
+    assert len(names.runtime_config_configmap("a" * 42)) == 63
+    assert names.dataset_name_error("a" * 42) is None
+    message = names.dataset_name_error("a" * 43)
+    assert message is not None
+    assert "fluid-runtime-config-" in message
+    assert "63" in message
+
+
+def test_pod_injection_names() -> None:
+    assert names.runtime_config_configmap("ds1") == "fluid-runtime-config-ds1"
+    assert names.runtime_config_volume("ds1") == "fluid-runtime-config-ds1"
+    assert names.pod_config_dir("ds1") == "/etc/fluid/config/ds1/"
+    assert names.pod_runtime_sh_path("ds1") == "/etc/fluid/config/ds1/runtime.sh"
+    assert names.runtime_config_env_names("my-ds.v1") == (
+        "FLUID_RUNTIME_CONFIG_PATH_my-ds.v1",
+        "FLUID_RUNTIME_CONFIG_PATH_MY_DS_V1",
+    )
+    assert names.runtime_config_env_names("DS") == ("FLUID_RUNTIME_CONFIG_PATH_DS",)
+
+
+def test_component_and_volume_names() -> None:
+    assert names.component_name("ds1", "master") == "ds1-master"
+    assert names.component_service("ds1", "worker") == "svc-ds1-worker"
+    assert names.target_path("default", "ds1") == "/runtime-mnt/cache/default/ds1/cache-fuse"
+    assert names.encrypt_option_path("s3cred", "access-key") == "/etc/fluid/secrets/s3cred/access-key"
+    assert names.dataset_pv("team-a", "ds1") == "team-a-ds1"
+    assert names.dataset_pvc("ds1") == "ds1"
+    assert names.dataset_pvc_label("team-a", "ds1") == "fluid.io/s-team-a-ds1"
+    assert names.is_dataset_pvc_label(names.dataset_pvc_label("team-a", "ds1"))
+    assert names.dataset_id("team-a", "ds1") == "team-a-ds1"
+
+
+def test_long_pairs_are_shortened_stably_and_distinctly() -> None:
+    ns = "n" * 63
+    label = names.dataset_pvc_label(ns, "a" * 42)
+    assert len(label.removeprefix("fluid.io/")) == 63
+    assert label == names.dataset_pvc_label(ns, "a" * 42)
+    assert label != names.dataset_pvc_label(ns, "a" * 41 + "b")
+    assert len(names.dataset_id(ns, "a" * 42)) == 63
+    assert names.fit_63("x" * 63) == "x" * 63
+
+
+def test_csi_names() -> None:
+    assert names.CSI_DRIVER == "curvine.csi.fluid.io"
+    key = "0123456789abcdef0123456789abcdef"
+    assert names.fuse_mount_name("node-1", key) == "node-1-0123456789abcdef"
+    assert len(names.fuse_mount_name("n" * 253, key)) == 253
+    assert names.fuse_mount_labels("node-1", key) == {"fluid.io/node": "node-1", "fluid.io/mount-key": key}
+    assert names.fuse_mount_node_selector("node-1") == "fluid.io/node=node-1"
+    assert names.cluster_id("m1:8995,m2:8995") == names.cluster_id("m1:8995,m2:8995")
+    assert len(names.cluster_id("m1:8995")) == 8
+    assert names.volume_handle("abcd1234", "/data", "pv1") == "abcd1234@/data@pv1"
+    assert names.fuse_mount_path(key, "/tmp/p") == f"/tmp/p/kubernetes.io/csi/curvine/{key}/fuse-mount"

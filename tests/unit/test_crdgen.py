@@ -1,0 +1,127 @@
+"""The committed CRDs match the models, and their schemas are structural."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import BaseModel
+
+from kubectl_fluid.api import crdgen
+from kubectl_fluid.api.crdschema import StructuralSchemaError, structural_schema
+
+REPO = Path(__file__).resolve().parents[2]
+COMMITTED = REPO / "manifests" / "crds"
+FORBIDDEN = {"$ref", "$defs", "anyOf", "oneOf", "allOf", "not", "const", "nullable", "title"}
+
+
+def test_committed_crds_match_the_models() -> None:
+    assert crdgen.check(COMMITTED) == [], crdgen.REGENERATE
+
+
+def test_check_reports_drift_missing_and_stale_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert crdgen.main(["--out", str(tmp_path)]) == 0
+    assert crdgen.main(["--check", "--out", str(tmp_path)]) == 0
+    (tmp_path / "datasets.data.fluid.io.yaml").write_text("# edited by hand\n")
+    (tmp_path / "fusemounts.data.fluid.io.yaml").unlink()
+    (tmp_path / "olds.data.fluid.io.yaml").write_text("{}\n")
+    capsys.readouterr()
+    assert crdgen.main(["--check", "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "datasets.data.fluid.io.yaml: differs from the models" in err
+    assert "fusemounts.data.fluid.io.yaml: missing" in err
+    assert "olds.data.fluid.io.yaml: no model generates it" in err
+    assert "python -m kubectl_fluid.api.crdgen" in err
+    crdgen.write(tmp_path)
+    assert crdgen.check(tmp_path) == []
+
+
+def _nodes(schema: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[str, Any]]]:
+    yield path, schema
+    for name, sub in schema.get("properties", {}).items():
+        yield from _nodes(sub, f"{path}.{name}")
+    if isinstance(schema.get("additionalProperties"), dict):
+        yield from _nodes(schema["additionalProperties"], f"{path}.*")
+    if "items" in schema:
+        yield from _nodes(schema["items"], f"{path}[]")
+
+
+def _schemas() -> Iterator[tuple[str, dict[str, Any]]]:
+    for name, text in crdgen.expected_files().items():
+        doc = yaml.safe_load(text)
+        for version in doc["spec"]["versions"]:
+            yield name, version["schema"]["openAPIV3Schema"]
+
+
+def test_schemas_are_structural() -> None:
+    for name, schema in _schemas():
+        for path, node in _nodes(schema):
+            where = f"{name}{path}"
+            assert "type" in node, where
+            assert not FORBIDDEN & node.keys(), where
+            assert not ("properties" in node and "additionalProperties" in node), where
+            if node["type"] == "object" and "additionalProperties" in node:
+                assert isinstance(node["additionalProperties"], dict), where
+            if node.get("x-kubernetes-preserve-unknown-fields"):
+                assert node["type"] == "object", where
+
+
+def test_open_objects_are_only_the_core_v1_passthroughs() -> None:
+    open_fields = {
+        path.split(".")[-1].removesuffix("[]")
+        for _, schema in _schemas()
+        for path, node in _nodes(schema)
+        if node.get("x-kubernetes-preserve-unknown-fields")
+    }
+    assert open_fields == {"env", "resources", "tolerations"}
+
+
+def test_dataset_crd_limits_names_and_says_why() -> None:
+    doc = yaml.safe_load(crdgen.expected_files()["datasets.data.fluid.io.yaml"])
+    version = doc["spec"]["versions"][0]
+    (rule,) = version["schema"]["openAPIV3Schema"]["x-kubernetes-validations"]
+    assert rule["rule"] == "size(self.metadata.name) <= 42"
+    assert "fluid-runtime-config-" in rule["message"]
+    assert "63" in rule["message"]
+    assert version["subresources"] == {"status": {}}
+    assert [c["name"] for c in version["additionalPrinterColumns"]] == ["Phase", "Age"]
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    assert spec["accessModes"]["default"] == ["ReadOnlyMany"]
+    assert spec["mounts"]["items"]["properties"]["mountPoint"]["minLength"] == 5
+
+
+def test_crd_names_scopes_and_columns() -> None:
+    docs = {
+        yaml.safe_load(t)["spec"]["names"]["kind"]: yaml.safe_load(t)
+        for t in crdgen.expected_files().values()
+    }
+    assert {k: d["spec"]["scope"] for k, d in docs.items()} == {
+        "Dataset": "Namespaced",
+        "CacheRuntime": "Namespaced",
+        "CacheRuntimeClass": "Cluster",
+        "FuseMount": "Cluster",
+    }
+    columns = {
+        k: [c["name"] for c in d["spec"]["versions"][0].get("additionalPrinterColumns", [])]
+        for k, d in docs.items()
+    }
+    assert "RuntimeClass" in columns["CacheRuntime"]
+    assert {"Node", "Refs", "Phase"} <= set(columns["FuseMount"])
+    assert "subresources" not in docs["CacheRuntimeClass"]["spec"]["versions"][0]  # it has no status
+
+
+def test_output_is_byte_stable() -> None:
+    assert crdgen.expected_files() == crdgen.expected_files()
+
+
+def test_unions_are_refused() -> None:
+    class Bad(BaseModel):
+        value: int | str
+
+    with pytest.raises(StructuralSchemaError, match="union"):
+        structural_schema(Bad)
