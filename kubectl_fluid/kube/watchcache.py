@@ -1,0 +1,213 @@
+"""A list-then-watch cache of one resource: the controller's and the webhook's view of the cluster.
+
+kr8s's own ``watch`` ends when the server closes the stream and spins on ``410 Gone``. This one:
+- lists in pages, then watches from the list's resourceVersion with bookmarks, so a reconnect resumes
+  where it stopped instead of re-listing;
+- re-lists when the server says the version is gone (410, as an HTTP status or an ERROR event), and
+  reports what changed meanwhile as ordinary ADDED/MODIFIED/DELETED events;
+- reconnects after the server's routine close (``timeoutSeconds``) and after errors, with backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from typing import Any, Literal
+
+import kr8s.asyncio
+
+from kubectl_fluid.kube import http
+from kubectl_fluid.kube.backoff import Backoff
+from kubectl_fluid.kube.resources import Resource
+
+log = logging.getLogger(__name__)
+
+EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+Handler = Callable[[EventType, dict[str, Any]], None]
+Key = tuple[str, str]  # (namespace or "", name)
+
+
+class Gone(Exception):
+    """The resourceVersion we hold is too old for the server: list again."""
+
+
+def key_of(obj: dict[str, Any]) -> Key:
+    meta = obj.get("metadata", {})
+    return meta.get("namespace", ""), meta["name"]
+
+
+class WatchCache:
+    def __init__(
+        self,
+        api: kr8s.asyncio.Api,
+        resource: Resource,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+        watch_timeout: int = 300,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self.api = api
+        self.resource = resource
+        self.namespace = namespace
+        self.selectors = {
+            k: v for k, v in (("labelSelector", label_selector), ("fieldSelector", field_selector)) if v
+        }
+        self.page_size = page_size
+        self.watch_timeout = watch_timeout
+        self.backoff = backoff or Backoff()
+        self.synced = asyncio.Event()
+        self.resource_version: str | None = None
+        self.relists = 0  # how often the server made us start over; tests and metrics read it
+        self._store: dict[Key, dict[str, Any]] = {}
+        self._handlers: list[Handler] = []
+
+    # ------------------------------------------------------------------ reading
+
+    def get(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        return self._store.get((namespace or "", name))
+
+    def items(self, namespace: str | None = None) -> list[dict[str, Any]]:
+        if namespace is None:
+            return list(self._store.values())
+        return [o for (ns, _), o in self._store.items() if ns == namespace]
+
+    def __len__(self) -> int:
+        return len(self._store)
+
+    async def get_or_fetch(self, namespace: str | None, name: str) -> dict[str, Any] | None:
+        """From the cache, or by one direct GET when the cache has not seen it: an object created
+        just now may reach us through the API before it reaches us through the watch."""
+        cached = self.get(namespace, name)
+        if cached is not None:
+            return cached
+        found = await http.get(self.api, self.resource.object_path(namespace, name))
+        if found is not None:
+            found.setdefault("apiVersion", self.resource.api_version)
+            found.setdefault("kind", self.resource.kind)
+        return found
+
+    def add_handler(self, handler: Handler) -> None:
+        """``handler(event, obj)`` runs in the cache's task for every change; keep it cheap (enqueue)."""
+        self._handlers.append(handler)
+
+    # ------------------------------------------------------------------ the loop
+
+    async def run(self) -> None:
+        """List, then watch, forever. Cancel the task to stop."""
+        while True:
+            try:
+                if self.resource_version is None:
+                    await self._list()
+                await self._watch()
+                self.backoff.reset()
+            except Gone:
+                log.info("%s: resourceVersion too old, listing again", self.resource)
+                self.resource_version = None
+                self.relists += 1
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                delay = self.backoff.next()
+                log.warning("%s: %s; retrying in %.1fs", self.resource, _describe(e), delay)
+                await asyncio.sleep(delay)
+
+    async def _list(self) -> None:
+        fresh: dict[Key, dict[str, Any]] = {}
+        params = {**self.selectors, "limit": str(self.page_size)}
+        while True:
+            try:
+                page = await http.request(
+                    self.api, "GET", self.resource.collection_path(self.namespace), params=params
+                )
+            except http.ApiError as e:
+                if e.code == 410:  # the continue token expired: start the list over
+                    raise Gone from e
+                raise
+            for obj in page.get("items", []):
+                obj.setdefault("apiVersion", self.resource.api_version)
+                obj.setdefault("kind", self.resource.kind)
+                fresh[key_of(obj)] = obj
+            cont = page.get("metadata", {}).get("continue")
+            if not cont:
+                break
+            params["continue"] = cont
+        old, self._store = self._store, fresh
+        self.resource_version = page["metadata"]["resourceVersion"]
+        # What changed while we were not watching, as events, so consumers need no special case.
+        for k, obj in old.items():
+            if k not in fresh:
+                self._emit("DELETED", obj)
+        for k, obj in fresh.items():
+            before = old.get(k)
+            if before is None:
+                self._emit("ADDED", obj)
+            elif _rv(before) != _rv(obj):
+                self._emit("MODIFIED", obj)
+        self.synced.set()
+        log.debug("%s: listed %d at resourceVersion %s", self.resource, len(fresh), self.resource_version)
+
+    async def _watch(self) -> None:
+        assert self.resource_version is not None
+        params = {
+            **self.selectors,
+            "watch": "1",
+            "allowWatchBookmarks": "true",
+            "resourceVersion": self.resource_version,
+            "timeoutSeconds": str(self.watch_timeout),
+        }
+        path = self.resource.collection_path(self.namespace)
+        try:
+            async with http.stream(self.api, path, params, read_timeout=self.watch_timeout + 30) as resp:
+                async for line in resp.aiter_lines():
+                    if line:
+                        self._apply(json.loads(line))
+        except http.ApiError as e:
+            if e.code == 410:
+                raise Gone from e
+            raise
+
+    def _apply(self, event: dict[str, Any]) -> None:
+        kind, obj = event.get("type"), event.get("object") or {}
+        if kind == "ERROR":
+            if obj.get("code") == 410:
+                raise Gone
+            raise http.ApiError(
+                int(obj.get("code", 500)), str(obj.get("reason", "")), str(obj.get("message"))
+            )
+        rv = obj.get("metadata", {}).get("resourceVersion")
+        if kind == "BOOKMARK":
+            self.resource_version = rv or self.resource_version
+            return
+        obj.setdefault("apiVersion", self.resource.api_version)
+        obj.setdefault("kind", self.resource.kind)
+        k = key_of(obj)
+        if kind == "DELETED":
+            self._store.pop(k, None)
+        elif kind in ("ADDED", "MODIFIED"):
+            self._store[k] = obj
+        else:
+            log.warning("%s: ignoring watch event of type %r", self.resource, kind)
+            return
+        self.resource_version = rv or self.resource_version
+        self._emit(kind, obj)
+
+    def _emit(self, event: EventType, obj: dict[str, Any]) -> None:
+        for handler in self._handlers:
+            try:
+                handler(event, obj)
+            except Exception:
+                log.exception("%s: handler failed on %s %s", self.resource, event, key_of(obj))
+
+
+def _rv(obj: dict[str, Any]) -> str | None:
+    rv: str | None = obj.get("metadata", {}).get("resourceVersion")
+    return rv
+
+
+def _describe(e: Exception) -> str:
+    return f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
