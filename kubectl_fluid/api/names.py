@@ -71,9 +71,22 @@ DATASET_PVC_LABEL_PREFIX: Final = "fluid.io/s-"
 LABEL_DATASET_ID: Final = "fluid.io/dataset-id"
 DATASET_FINALIZER: Final = "data.fluid.io/dataset-protection"
 CONTROLLER_FIELD_MANAGER: Final = "fluid-controller"
+# The namespace the product's own workloads run in, and the controller's leader-election Lease there.
+FLUID_NAMESPACE: Final = "fluid-system"
+CONTROLLER_LEASE: Final = "fluid-controller"
+# Every dataset PV/PVC names this class: it ties them together (and to no dynamic provisioner).
+DATASET_STORAGE_CLASS: Final = "fluid"
 RUNTIME_TYPE_CACHE: Final = "cache"
 # Condition type the controller keeps on a CacheRuntime; the printer column reads it.
 CONDITION_READY: Final = "Ready"
+
+# --- objects the controller makes for a runtime (SPEC §2) -----------------------------------------
+LABEL_APP_NAME: Final = "app.kubernetes.io/name"
+LABEL_APP_INSTANCE: Final = "app.kubernetes.io/instance"
+LABEL_APP_COMPONENT: Final = "app.kubernetes.io/component"
+LABEL_APP_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
+# The controller is both the field manager of its writes and the manager its labels name.
+MANAGED_BY: Final = CONTROLLER_FIELD_MANAGER
 
 # --- CSI driver (SPEC §5) -------------------------------------------------------------------------
 CSI_DRIVER: Final = "curvine.csi.fluid.io"
@@ -86,6 +99,7 @@ PARAM_PATH_TYPE: Final = "path-type"
 PARAM_MNT_PATH: Final = "mnt-path"  # legacy: accepted, ignored, mount paths are generated
 PARAM_CLUSTER_ID: Final = "cluster-id"
 PARAM_CURVINE_PATH: Final = "curvine-path"
+DEFAULT_FS_PATH: Final = "/"
 PATH_TYPE_DIRECTORY: Final = "Directory"
 PATH_TYPE_DIRECTORY_OR_CREATE: Final = "DirectoryOrCreate"
 FUSE_TUNING_PARAMS: Final = (
@@ -169,13 +183,24 @@ def dataset_name_error(name: str) -> str | None:
     return DATASET_NAME_TOO_LONG_MESSAGE if len(name) > MAX_DATASET_NAME_LENGTH else None
 
 
+def secret_mount_dir(secret: str) -> str:
+    """Where a component pod mounts one Secret (read-only), one file per key."""
+    return f"{SECRETS_ROOT}/{secret}"
+
+
 def encrypt_option_path(secret: str, key: str) -> str:
     """Where a component pod finds one Secret key: the value of an encryptOption in runtime.json."""
-    return f"{SECRETS_ROOT}/{secret}/{key}"
+    return f"{secret_mount_dir(secret)}/{key}"
 
 
 def secret_volume(secret: str) -> str:
-    return fit_63(f"fluid-secret-{secret}")
+    """Pod volume of a Secret. Volume names are DNS labels but Secret names may hold dots, so a
+    dotted name is rewritten *and* hashed: ``a.b`` and ``a-b`` must not share a volume."""
+    name = f"fluid-secret-{secret}"
+    if "." not in name:
+        return fit_63(name)
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name.replace('.', '-')[: DNS_LABEL_MAX - 9].rstrip('-')}-{digest}"
 
 
 def target_path(namespace: str, dataset: str) -> str:
@@ -202,6 +227,11 @@ def component_service(dataset: str, component: Component) -> str:
     return f"svc-{dataset}-{component}"
 
 
+def service_host(service: str, namespace: str) -> str:
+    """In-cluster DNS name of a Service (no cluster domain: resolvers search it)."""
+    return f"{service}.{namespace}.svc"
+
+
 # --- PV/PVC ---------------------------------------------------------------------------------------
 def dataset_pv(namespace: str, dataset: str) -> str:
     return f"{namespace}-{dataset}"
@@ -209,6 +239,16 @@ def dataset_pv(namespace: str, dataset: str) -> str:
 
 def dataset_pvc(dataset: str) -> str:
     return dataset
+
+
+def dataset_volume_handle(namespace: str, dataset: str) -> str:
+    """CSI volumeHandle of a dataset's static PV: the PV's own name, unique in the cluster."""
+    return dataset_pv(namespace, dataset)
+
+
+def dataset_curvine_path(namespace: str, dataset: str) -> str:
+    """A FUSE dataset's directory in the cache filesystem: one per dataset, never shared."""
+    return f"/{namespace}/{dataset}"
 
 
 def dataset_pvc_label(namespace: str, dataset: str) -> str:

@@ -60,3 +60,17 @@ def test_csi_names() -> None:
     assert len(names.cluster_id("m1:8995")) == 8
     assert names.volume_handle("abcd1234", "/data", "pv1") == "abcd1234@/data@pv1"
     assert names.fuse_mount_path(key, "/tmp/p") == f"/tmp/p/kubernetes.io/csi/curvine/{key}/fuse-mount"
+
+
+def test_controller_child_names() -> None:
+    assert names.secret_mount_dir("s3cred") == "/etc/fluid/secrets/s3cred"
+    assert names.secret_volume("s3cred") == "fluid-secret-s3cred"
+    # Volume names are DNS labels: dotted Secret names are rewritten and hashed, so they stay distinct.
+    dotted = names.secret_volume("a.b")
+    assert "." not in dotted
+    assert dotted.startswith("fluid-secret-a-b-")
+    assert dotted != names.secret_volume("a-b")
+    assert len(names.secret_volume("s." * 120 + "s")) == 63
+    assert names.service_host("svc-ds1-master", "team-a") == "svc-ds1-master.team-a.svc"
+    assert names.dataset_volume_handle("team-a", "ds1") == "team-a-ds1"
+    assert names.dataset_curvine_path("team-a", "ds1") == "/team-a/ds1"

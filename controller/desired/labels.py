@@ -1,0 +1,59 @@
+"""Labels, selectors, owner references and object metadata shared by every child.
+
+Selectors use only labels that cannot change for the life of a workload (name, instance,
+component): a StatefulSet's or DaemonSet's selector is immutable, so anything mutable in it (the
+dataset id once shortened differently, managed-by) would make later applies fail.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.desired.scope import Scope
+from kubectl_fluid.api import names
+from kubectl_fluid.api.cacheruntime import CacheRuntime
+
+
+def common_labels(scope: Scope) -> dict[str, str]:
+    """Labels of every child (ConfigMap, PV, PVC and the component objects)."""
+    return {
+        names.LABEL_APP_NAME: scope.runtime_class.file_system_type,
+        names.LABEL_APP_INSTANCE: scope.name,
+        names.LABEL_APP_MANAGED_BY: names.MANAGED_BY,
+        names.LABEL_DATASET_ID: names.dataset_id(scope.namespace, scope.name),
+    }
+
+
+def component_labels(scope: Scope, component: names.Component) -> dict[str, str]:
+    """Labels of a component's workload, Service and pods."""
+    return {**common_labels(scope), names.LABEL_APP_COMPONENT: component}
+
+
+def selector_labels(scope: Scope, component: names.Component) -> dict[str, str]:
+    return {
+        names.LABEL_APP_NAME: scope.runtime_class.file_system_type,
+        names.LABEL_APP_INSTANCE: scope.name,
+        names.LABEL_APP_COMPONENT: component,
+    }
+
+
+def owner_reference(runtime: CacheRuntime, uid: str) -> dict[str, Any]:
+    """Controller reference to the CacheRuntime: the garbage collector removes the children with it,
+    and ``blockOwnerDeletion`` lets a foreground deletion wait for them."""
+    return {
+        "apiVersion": names.API_VERSION,
+        "kind": CacheRuntime.crd.kind,
+        "name": runtime.metadata.name,
+        "uid": uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def namespaced_metadata(scope: Scope, name: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": scope.namespace,
+        "labels": labels,
+        "ownerReferences": [owner_reference(scope.runtime, scope.owner_uid)],
+    }

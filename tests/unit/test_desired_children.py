@@ -1,0 +1,196 @@
+"""desired_children: the set of children, their names, owner references, labels, the ConfigMap, and
+byte-stability (SPEC §2)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from controller.desired import Children, desired_children
+from kubectl_fluid.api import names
+from kubectl_fluid.runtimeconfig import build_runtime_config, render_json, render_sh
+from tests.unit.desired_samples import (
+    CLIENTLESS_RUNTIME,
+    CURVINE_CLASS,
+    DATASET,
+    FUSE_RUNTIME,
+    MOONCAKE_CLASS,
+    NAMESPACE,
+    UID,
+    build,
+    clientless,
+    fuse,
+    models,
+)
+
+OWNER = {
+    "apiVersion": "data.fluid.io/v1alpha1",
+    "kind": "CacheRuntime",
+    "name": "ds1",
+    "uid": UID,
+    "controller": True,
+    "blockOwnerDeletion": True,
+}
+
+
+def _kinds_and_names(objects: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(o["kind"], o["metadata"]["name"]) for o in objects]
+
+
+def test_clientless_children_in_apply_order() -> None:
+    children = clientless()
+    assert _kinds_and_names(children.namespaced()) == [
+        ("ConfigMap", "fluid-runtime-config-ds1"),
+        ("Service", "svc-ds1-master"),
+        ("Service", "svc-ds1-worker"),
+        ("StatefulSet", "ds1-master"),
+        ("StatefulSet", "ds1-worker"),
+        ("PersistentVolumeClaim", "ds1"),
+    ]
+    assert children.daemonset is None
+    assert (children.pv["kind"], children.pv["metadata"]["name"]) == ("PersistentVolume", "team-a-ds1")
+
+
+def test_fuse_children_include_the_client_daemonset() -> None:
+    children = fuse()
+    assert _kinds_and_names(children.namespaced()) == [
+        ("ConfigMap", "fluid-runtime-config-ds1"),
+        ("Service", "svc-ds1-master"),
+        ("Service", "svc-ds1-worker"),
+        ("StatefulSet", "ds1-master"),
+        ("StatefulSet", "ds1-worker"),
+        ("DaemonSet", "ds1-client"),
+        ("PersistentVolumeClaim", "ds1"),
+    ]
+
+
+def test_only_enabled_components_get_workloads_and_services() -> None:
+    runtime = {**CLIENTLESS_RUNTIME, "spec": {**CLIENTLESS_RUNTIME["spec"], "master": {"disabled": True}}}
+    children = build(DATASET, runtime, MOONCAKE_CLASS)
+    assert _kinds_and_names(list(children.statefulsets)) == [("StatefulSet", "ds1-worker")]
+    assert _kinds_and_names(list(children.services)) == [("Service", "svc-ds1-worker")]
+
+
+def test_client_absent_from_runtime_and_class_means_no_daemonset() -> None:
+    runtime = {**CLIENTLESS_RUNTIME, "spec": {"runtimeClassName": "mooncake"}}
+    children = build(DATASET, runtime, MOONCAKE_CLASS)
+    assert children.daemonset is None
+    assert children.pv["spec"]["csi"]["volumeAttributes"][names.VOLUME_ATTR_CLIENTLESS] == "true"
+
+
+@pytest.mark.parametrize("children", [clientless(), fuse()], ids=["clientless", "fuse"])
+def test_every_namespaced_child_is_owned_by_the_runtime(children: Children) -> None:
+    for obj in children.namespaced():
+        assert obj["metadata"]["namespace"] == NAMESPACE
+        assert obj["metadata"]["ownerReferences"] == [OWNER]
+    # Cluster-scoped: no namespace, and no owner (the Dataset finalizer removes it).
+    assert "namespace" not in children.pv["metadata"]
+    assert "ownerReferences" not in children.pv["metadata"]
+
+
+@pytest.mark.parametrize("children", [clientless(), fuse()], ids=["clientless", "fuse"])
+def test_every_child_is_a_complete_object(children: Children) -> None:
+    for obj in [*children.namespaced(), children.pv]:
+        assert obj["apiVersion"] in ("v1", "apps/v1")
+        assert obj["kind"]
+        assert obj["metadata"]["name"]
+        assert obj.get("spec") or obj.get("data")
+
+
+def test_common_labels_on_every_child_and_pod_template() -> None:
+    children = fuse()
+    common = {
+        "app.kubernetes.io/name": "curvine",
+        "app.kubernetes.io/instance": "ds1",
+        "app.kubernetes.io/managed-by": "fluid-controller",
+        "fluid.io/dataset-id": "team-a-ds1",
+    }
+    for obj in [*children.namespaced(), children.pv]:
+        assert obj["metadata"]["labels"].items() >= common.items()
+    for child, component in [
+        (children.configmap, None),
+        (children.pvc, None),
+        (children.pv, None),
+        (children.services[0], "master"),
+        (children.services[1], "worker"),
+        (children.statefulsets[0], "master"),
+        (children.statefulsets[1], "worker"),
+        (children.daemonset, "client"),
+    ]:
+        assert child is not None
+        assert child["metadata"]["labels"].get("app.kubernetes.io/component") == component
+        if "template" in child.get("spec", {}):
+            pod_labels = child["spec"]["template"]["metadata"]["labels"]
+            assert pod_labels == {**common, "app.kubernetes.io/component": component}
+
+
+def test_selectors_use_stable_labels_and_match_pods_and_services() -> None:
+    children = fuse()
+    workloads = [*children.statefulsets, children.daemonset]
+    for workload, component in zip(workloads, ["master", "worker", "client"], strict=True):
+        assert workload is not None
+        selector = workload["spec"]["selector"]["matchLabels"]
+        assert selector == {
+            "app.kubernetes.io/name": "curvine",
+            "app.kubernetes.io/instance": "ds1",
+            "app.kubernetes.io/component": component,
+        }
+        pod_labels = workload["spec"]["template"]["metadata"]["labels"]
+        assert pod_labels == workload["metadata"]["labels"]
+        assert pod_labels.items() >= selector.items()
+    for service, statefulset in zip(children.services, children.statefulsets, strict=True):
+        assert service["spec"]["selector"] == statefulset["spec"]["selector"]["matchLabels"]
+        assert statefulset["spec"]["serviceName"] == service["metadata"]["name"]
+
+
+@pytest.mark.parametrize(
+    ("runtime", "runtime_class"),
+    [(CLIENTLESS_RUNTIME, MOONCAKE_CLASS), (FUSE_RUNTIME, CURVINE_CLASS)],
+    ids=["clientless", "fuse"],
+)
+def test_configmap_data_is_the_pure_renderers_output(
+    runtime: dict[str, Any], runtime_class: dict[str, Any]
+) -> None:
+    children = build(DATASET, runtime, runtime_class)
+    config = build_runtime_config(*models(DATASET, runtime, runtime_class), NAMESPACE)
+    assert children.configmap["data"] == {
+        "runtime.json": render_json(config),
+        "runtime.sh": render_sh(config),
+    }
+    assert children.configmap["metadata"]["name"] == "fluid-runtime-config-ds1"
+    assert "app.kubernetes.io/component" not in children.configmap["metadata"]["labels"]
+
+
+def test_statefulset_spec() -> None:
+    master, worker = clientless().statefulsets
+    assert (master["spec"]["replicas"], worker["spec"]["replicas"]) == (1, 2)
+    assert master["spec"]["podManagementPolicy"] == "Parallel"
+    assert master["spec"]["serviceName"] == "svc-ds1-master"
+    assert fuse().statefulsets[0]["spec"]["replicas"] == 3
+
+
+@pytest.mark.parametrize(
+    ("runtime", "runtime_class"),
+    [(CLIENTLESS_RUNTIME, MOONCAKE_CLASS), (FUSE_RUNTIME, CURVINE_CLASS)],
+    ids=["clientless", "fuse"],
+)
+def test_two_builds_are_byte_identical(runtime: dict[str, Any], runtime_class: dict[str, Any]) -> None:
+    def dump(children: Children) -> str:
+        return json.dumps([*children.namespaced(), children.pv], sort_keys=True)
+
+    assert dump(build(DATASET, runtime, runtime_class)) == dump(build(DATASET, runtime, runtime_class))
+
+
+def test_children_do_not_alias_the_input_models() -> None:
+    dataset, runtime, runtime_class = models(DATASET, CLIENTLESS_RUNTIME, MOONCAKE_CLASS)
+    children = desired_children(dataset, runtime, runtime_class, NAMESPACE)
+    container = children.statefulsets[1]["spec"]["template"]["spec"]["containers"][0]
+    container["resources"]["limits"]["memory"] = "1Ki"
+    container["env"][-1]["value"] = "changed"
+    children.statefulsets[1]["spec"]["template"]["spec"]["tolerations"][0]["key"] = "changed"
+    assert runtime.spec.worker is not None
+    assert runtime.spec.worker.resources == {"limits": {"memory": "8Gi"}}
+    assert runtime.spec.worker.env[0]["value"] == "debug"
+    assert runtime.spec.worker.tolerations[0]["key"] == "cache"

@@ -1,0 +1,106 @@
+"""The dataset PV and PVC (SPEC §2, §5), for clientless and FUSE runtimes."""
+
+from __future__ import annotations
+
+import pytest
+
+from kubectl_fluid.runtimeconfig import RuntimeConfigError
+from tests.unit.desired_samples import (
+    CLIENTLESS_RUNTIME,
+    CURVINE_CLASS,
+    DATASET,
+    FUSE_RUNTIME,
+    MOONCAKE_CLASS,
+    build,
+    clientless,
+    fuse,
+    with_spec,
+)
+
+
+def test_clientless_pv() -> None:
+    pv = clientless().pv
+    assert pv["metadata"]["name"] == "team-a-ds1"
+    assert pv["spec"] == {
+        "capacity": {"storage": "100Pi"},
+        "accessModes": ["ReadWriteMany"],
+        "persistentVolumeReclaimPolicy": "Retain",
+        "storageClassName": "fluid",
+        "claimRef": {"namespace": "team-a", "name": "ds1"},
+        "csi": {
+            "driver": "curvine.csi.fluid.io",
+            "volumeHandle": "team-a-ds1",
+            "volumeAttributes": {"dataset-name": "ds1", "dataset-namespace": "team-a", "clientless": "true"},
+        },
+    }
+
+
+def test_fuse_pv_points_at_the_master_service() -> None:
+    attributes = fuse().pv["spec"]["csi"]["volumeAttributes"]
+    assert attributes == {
+        "dataset-name": "ds1",
+        "dataset-namespace": "team-a",
+        # One stable address whatever the master's replicas (3 here): a PV's source is immutable.
+        "master-addrs": "svc-ds1-master.team-a.svc:8995",
+        "fs-path": "/",
+        "curvine-path": "/team-a/ds1",
+    }
+
+
+def test_pvc_binds_to_its_pv_only() -> None:
+    for children in (clientless(), fuse()):
+        pvc, pv = children.pvc, children.pv
+        assert pvc["metadata"]["name"] == "ds1"
+        assert pvc["metadata"]["labels"]["fluid.io/s-team-a-ds1"] == "true"
+        assert pvc["metadata"]["labels"]["fluid.io/dataset-id"] == "team-a-ds1"
+        assert pvc["spec"] == {
+            "accessModes": ["ReadWriteMany"],
+            "resources": {"requests": {"storage": "100Pi"}},
+            "storageClassName": "fluid",
+            "volumeName": pv["metadata"]["name"],
+        }
+        assert pv["spec"]["claimRef"] == {"namespace": "team-a", "name": pvc["metadata"]["name"]}
+        assert pv["spec"]["storageClassName"] == pvc["spec"]["storageClassName"]
+
+
+def test_access_modes_default_to_read_only_many() -> None:
+    dataset = with_spec(DATASET, "spec.accessModes", None)
+    children = build(dataset, CLIENTLESS_RUNTIME, MOONCAKE_CLASS)
+    assert children.pv["spec"]["accessModes"] == ["ReadOnlyMany"]
+    assert children.pvc["spec"]["accessModes"] == ["ReadOnlyMany"]
+
+
+def test_disabling_the_client_of_a_fuse_class_makes_it_clientless() -> None:
+    runtime = with_spec(FUSE_RUNTIME, "spec.client.disabled", True)
+    children = build(DATASET, runtime, CURVINE_CLASS)
+    assert children.daemonset is None
+    assert children.pv["spec"]["csi"]["volumeAttributes"]["clientless"] == "true"
+    assert "master-addrs" not in children.pv["spec"]["csi"]["volumeAttributes"]
+
+
+def test_fuse_class_without_master_port_is_refused() -> None:
+    runtime_class = with_spec(CURVINE_CLASS, "topology.master.ports", [])
+    with pytest.raises(RuntimeConfigError, match="no port for its master") as error:
+        build(DATASET, FUSE_RUNTIME, runtime_class)
+    assert "topology.master.ports" in str(error.value)
+    assert "spec.client.disabled" in str(error.value)
+
+
+def test_fuse_runtime_without_master_is_refused() -> None:
+    runtime = with_spec(FUSE_RUNTIME, "spec.master.disabled", True)
+    with pytest.raises(RuntimeConfigError, match="master is disabled or missing"):
+        build(DATASET, runtime, CURVINE_CLASS)
+
+
+def test_first_master_port_is_used() -> None:
+    ports = [{"name": "web", "containerPort": 9000}, {"name": "rpc", "containerPort": 8995}]
+    runtime_class = with_spec(CURVINE_CLASS, "topology.master.ports", ports)
+    attributes = build(DATASET, FUSE_RUNTIME, runtime_class).pv["spec"]["csi"]["volumeAttributes"]
+    assert attributes["master-addrs"] == "svc-ds1-master.team-a.svc:9000"
+
+
+def test_clientless_class_needs_no_master_port() -> None:
+    runtime_class = with_spec(MOONCAKE_CLASS, "topology.master.ports", [])
+    assert build(DATASET, CLIENTLESS_RUNTIME, runtime_class).pv["spec"]["csi"]["volumeAttributes"][
+        "clientless"
+    ]
