@@ -143,7 +143,7 @@ EXPECTED_CLUSTER_GRANTS = {
         for r in ("datasets/status", "cacheruntimes/status")
         for v in ("get", "update", "patch")
     ),
-    (names.GROUP, "datasets/finalizers", "update"),
+    (names.GROUP, "cacheruntimes", "delete"),
     (names.GROUP, "cacheruntimes/finalizers", "update"),
     *((names.GROUP, "cacheruntimeclasses", v) for v in ("get", "list", "watch")),
     *(

@@ -1,0 +1,233 @@
+"""``fluid-controller``: watch caches on every replica, reconcile workers on the leader only.
+
+Every replica lists and watches, so a standby that takes over already has the cluster in memory; it
+then queues every Dataset and CacheRuntime once (level-triggered: a new leader checks everything).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from typing import Any
+
+import kr8s.asyncio
+
+from controller import metrics
+from controller.events import Recorder
+from controller.leader import LeaderElector, LeaseConfig, LostLeadership
+from controller.reconciler import (
+    CACHERUNTIMECLASSES,
+    CACHERUNTIMES,
+    DATASETS,
+    Caches,
+    Key,
+    Reconciler,
+    dataset_key_of_pv,
+)
+from controller.workqueue import ShutDown, WorkQueue
+from kubectl_fluid import logs
+from kubectl_fluid.api import names
+from kubectl_fluid.health import HealthServer
+from kubectl_fluid.kube import resources
+from kubectl_fluid.kube.client import connect
+from kubectl_fluid.kube.watchcache import EventType, WatchCache
+
+log = logging.getLogger("controller")
+
+MANAGED = f"{names.LABEL_APP_MANAGED_BY}={names.MANAGED_BY}"
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="fluid-controller", description=__doc__)
+    p.add_argument(
+        "--kubeconfig", help="kubeconfig to use (default: $KUBECONFIG, ~/.kube/config, in-cluster)"
+    )
+    p.add_argument("--context", help="kubeconfig context")
+    p.add_argument("--namespace", help="reconcile only this namespace (default: all)")
+    p.add_argument("--workers", type=int, default=8, help="concurrent reconciles (never two for one key)")
+    p.add_argument("--leader-elect", action="store_true", help="act only while holding the leader Lease")
+    p.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", names.FLUID_NAMESPACE))
+    p.add_argument("--lease-name", default=names.CONTROLLER_LEASE)
+    p.add_argument(
+        "--identity", default=os.environ.get("POD_NAME") or f"{socket.gethostname()}_{os.getpid()}"
+    )
+    p.add_argument("--lease-duration", type=float, default=15.0)
+    p.add_argument("--renew-deadline", type=float, default=10.0)
+    p.add_argument("--retry-period", type=float, default=2.0)
+    p.add_argument("--health-host", default="0.0.0.0")
+    p.add_argument(
+        "--health-port", type=int, default=8080, help="/healthz, /readyz, /metrics (0: any free port)"
+    )
+    p.add_argument("--log-level", default="info")
+    p.add_argument("--log-format", choices=["json", "text"], default="json")
+    return p.parse_args(argv)
+
+
+class Controller:
+    def __init__(self, api: kr8s.asyncio.Api, args: argparse.Namespace) -> None:
+        self.api = api
+        self.args = args
+        ns = args.namespace
+
+        def cache(resource: resources.Resource, selector: str | None = None) -> WatchCache:
+            return WatchCache(
+                api, resource, namespace=ns if resource.namespaced else None, label_selector=selector
+            )
+
+        self.caches = Caches(
+            datasets=cache(DATASETS),
+            runtimes=cache(CACHERUNTIMES),
+            classes=cache(CACHERUNTIMECLASSES),
+            configmaps=cache(resources.CONFIGMAPS, MANAGED),
+            services=cache(resources.SERVICES, MANAGED),
+            statefulsets=cache(resources.STATEFULSETS, MANAGED),
+            daemonsets=cache(resources.DAEMONSETS, MANAGED),
+            pvcs=cache(resources.PERSISTENT_VOLUME_CLAIMS, MANAGED),
+            pvs=cache(resources.PERSISTENT_VOLUMES, MANAGED),
+        )
+        self.queue: WorkQueue[Key] = WorkQueue()
+        self.reconciler = Reconciler(api, self.caches, Recorder(api, args.identity))
+        self._wire()
+
+    def _wire(self) -> None:
+        def own(_: EventType, obj: dict[str, Any]) -> None:
+            self.queue.add((obj["metadata"]["namespace"], obj["metadata"]["name"]))
+
+        def child(_: EventType, obj: dict[str, Any]) -> None:
+            for ref in obj["metadata"].get("ownerReferences", []):
+                if ref.get("kind") == CACHERUNTIMES.kind and ref.get("apiVersion") == names.API_VERSION:
+                    self.queue.add((obj["metadata"]["namespace"], ref["name"]))
+
+        def pv(_: EventType, obj: dict[str, Any]) -> None:
+            key = dataset_key_of_pv(obj)
+            if key is not None:
+                self.queue.add(key)
+
+        def runtime_class(_: EventType, obj: dict[str, Any]) -> None:
+            for rt in self.caches.runtimes.items():
+                if rt.get("spec", {}).get("runtimeClassName") == obj["metadata"]["name"]:
+                    own("MODIFIED", rt)
+
+        self.caches.datasets.add_handler(own)
+        self.caches.runtimes.add_handler(own)
+        self.caches.classes.add_handler(runtime_class)
+        for c in (
+            self.caches.configmaps,
+            self.caches.services,
+            self.caches.statefulsets,
+            self.caches.daemonsets,
+        ):
+            c.add_handler(child)
+        self.caches.pvcs.add_handler(child)
+        self.caches.pvs.add_handler(pv)
+
+    def synced(self) -> bool:
+        return all(c.synced.is_set() for c in self.caches.all())
+
+    async def lead(self) -> None:
+        metrics.IS_LEADER.set(1)
+        try:
+            while not self.synced():
+                await asyncio.sleep(0.05)
+            for obj in [*self.caches.datasets.items(), *self.caches.runtimes.items()]:
+                self.queue.add((obj["metadata"]["namespace"], obj["metadata"]["name"]))
+            log.info("reconciling", extra={"keys": len(self.queue), "workers": self.args.workers})
+            await asyncio.gather(*(self._worker() for _ in range(self.args.workers)))
+        finally:
+            metrics.IS_LEADER.set(0)
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except ShutDown:
+                return
+            metrics.QUEUE_DEPTH.set(len(self.queue))
+            started = time.perf_counter()
+            try:
+                result = await self.reconciler.reconcile(key)
+            except asyncio.CancelledError:
+                self.queue.done(key)
+                raise
+            except Exception as e:
+                delay = self.queue.add_rate_limited(key)
+                metrics.RECONCILES.labels("error").inc()
+                log.warning(
+                    "reconcile failed; retrying in %.2fs: %s",
+                    delay,
+                    e,
+                    extra={"key": f"{key[0]}/{key[1]}", "retries": self.queue.backoff.retries(key)},
+                )
+            else:
+                self.queue.forget(key)
+                if result.requeue_after:
+                    self.queue.add_after(key, result.requeue_after)
+                    metrics.RECONCILES.labels("requeue").inc()
+                else:
+                    metrics.RECONCILES.labels("success").inc()
+            finally:
+                metrics.RECONCILE_SECONDS.observe(time.perf_counter() - started)
+                self.queue.done(key)
+
+
+async def run(args: argparse.Namespace) -> int:
+    api = await connect(args.kubeconfig, args.context)
+    controller = Controller(api, args)
+    health = HealthServer(args.health_host, args.health_port, ready=controller.synced)
+    port = await health.start()
+    log.info("serving /healthz /readyz /metrics", extra={"port": port})
+    watches = [asyncio.create_task(c.run()) for c in controller.caches.all()]
+    elector = LeaderElector(
+        api,
+        LeaseConfig(
+            args.lease_namespace,
+            args.lease_name,
+            args.identity,
+            args.lease_duration,
+            args.renew_deadline,
+            args.retry_period,
+        ),
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    acting = asyncio.create_task(elector.run(controller.lead) if args.leader_elect else controller.lead())
+    stopping = asyncio.create_task(stop.wait())
+    code = 0
+    try:
+        await asyncio.wait({acting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if acting.done():
+            acting.result()
+    except LostLeadership as e:
+        log.error("%s; exiting so that a fresh process competes again", e)
+        code = 1
+    finally:
+        acting.cancel()
+        with contextlib.suppress(asyncio.CancelledError, LostLeadership):
+            await acting
+        if args.leader_elect:
+            await elector.release()
+        for task in watches:
+            task.cancel()
+        await asyncio.gather(*watches, return_exceptions=True)
+        await health.close()
+    log.info("stopped")
+    return code
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    logs.setup(args.log_level, args.log_format)
+    sys.exit(asyncio.run(run(args)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,517 @@
+"""One reconcile pass for one (namespace, name): a Dataset and the CacheRuntime of the same name.
+
+Reads come from the watch caches; writes happen only where the cluster differs from the desired
+state (``compare.contains``), so a steady cluster sees no writes at all. Children are written with
+server-side apply (one call creates or updates, and the API server merges its defaults); status goes
+to the status subresource. Problems a person must fix become a condition and an Event, not a crash
+loop: the key waits for the next change of its inputs, or retries with backoff where we do not watch
+the input (Secrets).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import kr8s.asyncio
+from pydantic import ValidationError
+
+from controller import metrics
+from controller.compare import contains
+from controller.conditions import same_status, set_condition
+from controller.desired import Children, desired_children
+from controller.desired.volumes import secret_references
+from controller.events import Recorder
+from kubectl_fluid.api import names
+from kubectl_fluid.api.cacheruntime import CacheRuntime
+from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass
+from kubectl_fluid.api.dataset import Dataset
+from kubectl_fluid.kube import http, resources
+from kubectl_fluid.kube.resources import Resource
+from kubectl_fluid.kube.watchcache import WatchCache
+from kubectl_fluid.runtimeconfig import RuntimeConfigError
+
+log = logging.getLogger(__name__)
+
+Key = tuple[str, str]
+
+DATASETS = Resource(names.GROUP, names.VERSION, Dataset.crd.plural, Dataset.crd.kind, True)
+CACHERUNTIMES = Resource(names.GROUP, names.VERSION, CacheRuntime.crd.plural, CacheRuntime.crd.kind, True)
+CACHERUNTIMECLASSES = Resource(
+    names.GROUP, names.VERSION, CacheRuntimeClass.crd.plural, CacheRuntimeClass.crd.kind, False
+)
+# While pods use a dataset's PVC its deletion waits; we look again this often.
+IN_USE_RECHECK = 5.0
+MISSING_SECRET_RECHECK = 10.0
+
+
+@dataclass
+class Caches:
+    datasets: WatchCache
+    runtimes: WatchCache
+    classes: WatchCache
+    configmaps: WatchCache
+    services: WatchCache
+    statefulsets: WatchCache
+    daemonsets: WatchCache
+    pvcs: WatchCache
+    pvs: WatchCache
+
+    def all(self) -> list[WatchCache]:
+        return list(vars(self).values())
+
+    def for_kind(self, kind: str) -> WatchCache:
+        return {
+            "ConfigMap": self.configmaps,
+            "Service": self.services,
+            "StatefulSet": self.statefulsets,
+            "DaemonSet": self.daemonsets,
+            "PersistentVolumeClaim": self.pvcs,
+            "PersistentVolume": self.pvs,
+        }[kind]
+
+
+RESOURCE_OF_KIND = {
+    "ConfigMap": resources.CONFIGMAPS,
+    "Service": resources.SERVICES,
+    "StatefulSet": resources.STATEFULSETS,
+    "DaemonSet": resources.DAEMONSETS,
+    "PersistentVolumeClaim": resources.PERSISTENT_VOLUME_CLAIMS,
+    "PersistentVolume": resources.PERSISTENT_VOLUMES,
+}
+
+
+class Problem(Exception):
+    """Something a person must fix: becomes a condition and an Event. ``retry_after`` is set when
+    the fix would not reach us through a watch."""
+
+    def __init__(self, reason: str, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.retry_after = retry_after
+
+
+@dataclass
+class Result:
+    requeue_after: float | None = None
+
+
+class Reconciler:
+    def __init__(self, api: kr8s.asyncio.Api, caches: Caches, recorder: Recorder) -> None:
+        self.api = api
+        self.caches = caches
+        self.recorder = recorder
+
+    async def reconcile(self, key: Key) -> Result:
+        try:
+            return await self._reconcile(key)
+        except http.ApiError as e:
+            if e.code == 403 and "being terminated" in e.message:
+                # The namespace is going away with everything in it; nothing to converge to.
+                log.debug("namespace terminating: %s", e.message)
+                return Result()
+            raise
+
+    async def _reconcile(self, key: Key) -> Result:
+        namespace, name = key
+        ds_obj = self.caches.datasets.get(namespace, name)
+        rt_obj = self.caches.runtimes.get(namespace, name)
+        if ds_obj is not None and ds_obj["metadata"].get("deletionTimestamp"):
+            return await self._delete_dataset(ds_obj, rt_obj)
+        if ds_obj is None:
+            await self._cleanup_orphan_pv(namespace, name)
+            if rt_obj is not None:
+                await self._runtime_problem(
+                    rt_obj,
+                    Problem(
+                        "DatasetNotFound",
+                        f"CacheRuntime {namespace}/{name} serves the Dataset of the same name, and there "
+                        f'is no Dataset "{name}" in namespace "{namespace}": create it '
+                        f"(kind: Dataset, name: {name})",
+                    ),
+                )
+            return Result()
+        if names.DATASET_FINALIZER not in ds_obj["metadata"].get("finalizers", []):
+            ds_obj = await self._add_finalizer(ds_obj)
+        if rt_obj is not None and rt_obj["metadata"].get("deletionTimestamp"):
+            return Result()  # its children go with it; re-creating them would fight the collector
+        if rt_obj is None:
+            await self._dataset_status(
+                ds_obj,
+                "NotBound",
+                [],
+                ready=False,
+                reason="NoRuntime",
+                message=f'no CacheRuntime "{name}" in namespace "{namespace}": create one with the same '
+                "name as the Dataset and a spec.runtimeClassName",
+            )
+            return Result()
+        try:
+            children, runtime = await self._desired(ds_obj, rt_obj)
+            await self._apply_children(rt_obj, children)
+        except Problem as problem:
+            await self._runtime_problem(rt_obj, problem)
+            await self._dataset_status(
+                ds_obj, "NotBound", [], ready=False, reason=problem.reason, message=problem.message
+            )
+            return Result(problem.retry_after)
+        category = "clientless" if children.daemonset is None else "fuse"
+        await self._runtime_status(
+            rt_obj,
+            "Ready",
+            ready=True,
+            reason="Reconciled",
+            message=(
+                f"runtime config ConfigMap {children.configmap['metadata']['name']}, "
+                f"{len(children.statefulsets)} StatefulSet(s), "
+                f"{'a client DaemonSet' if children.daemonset else 'no client (clientless)'}, "
+                f"PV {children.pv['metadata']['name']} and PVC {children.pvc['metadata']['name']} "
+                "are up to date"
+            ),
+        )
+        runtimes = [
+            {
+                "name": runtime.metadata.name,
+                "namespace": namespace,
+                "type": names.RUNTIME_TYPE_CACHE,
+                "category": category,
+            }
+        ]
+        await self._dataset_status(
+            ds_obj,
+            "Bound",
+            runtimes,
+            ready=True,
+            reason="RuntimeReady",
+            message=f"bound to CacheRuntime {name} ({category})",
+        )
+        return Result()
+
+    # ------------------------------------------------------------------ desired state
+
+    async def _desired(self, ds_obj: dict[str, Any], rt_obj: dict[str, Any]) -> tuple[Children, CacheRuntime]:
+        namespace, name = rt_obj["metadata"]["namespace"], rt_obj["metadata"]["name"]
+        error = names.dataset_name_error(name)
+        if error:
+            raise Problem("InvalidName", error)
+        try:
+            dataset = Dataset.model_validate(ds_obj)
+            runtime = CacheRuntime.model_validate(rt_obj)
+        except ValidationError as e:
+            raise Problem("InvalidSpec", f"cannot read the spec: {_first_error(e)}") from e
+        class_name = runtime.spec.runtime_class_name
+        class_obj = self.caches.classes.get(None, class_name)
+        if class_obj is None:
+            known = sorted(o["metadata"]["name"] for o in self.caches.classes.items())
+            hint = f"one of: {', '.join(known)}" if known else "none exist yet: apply one first"
+            raise Problem(
+                "RuntimeClassNotFound",
+                f'CacheRuntimeClass "{class_name}" not found: set spec.runtimeClassName to an '
+                f"existing class ({hint})",
+            )
+        try:
+            runtime_class = CacheRuntimeClass.model_validate(class_obj)
+        except ValidationError as e:
+            raise Problem(
+                "InvalidRuntimeClass", f'CacheRuntimeClass "{class_name}": {_first_error(e)}'
+            ) from e
+        await self._check_secrets(dataset, namespace)
+        try:
+            return desired_children(dataset, runtime, runtime_class, namespace), runtime
+        except RuntimeConfigError as e:
+            raise Problem("InvalidSpec", str(e)) from e
+
+    async def _check_secrets(self, dataset: Dataset, namespace: str) -> None:
+        for secret, keys in secret_references(dataset).items():
+            # Direct GETs: watching Secrets would mean reading every Secret of the cluster.
+            found = await http.get(self.api, resources.SECRETS.object_path(namespace, secret))
+            if found is None:
+                raise Problem(
+                    "SecretNotFound",
+                    f'encryptOptions refer to Secret "{secret}" in namespace "{namespace}", which '
+                    f"does not exist: create it with key(s) {', '.join(keys)}",
+                    retry_after=MISSING_SECRET_RECHECK,
+                )
+            missing = [k for k in keys if k not in (found.get("data") or {})]
+            if missing:
+                raise Problem(
+                    "SecretKeyNotFound",
+                    f'Secret "{secret}" in namespace "{namespace}" lacks key(s) {", ".join(missing)} '
+                    "that encryptOptions refer to",
+                    retry_after=MISSING_SECRET_RECHECK,
+                )
+
+    # ------------------------------------------------------------------ children
+
+    async def _apply_children(self, rt_obj: dict[str, Any], children: Children) -> None:
+        uid = rt_obj["metadata"]["uid"]
+        storage = [children.pv, children.pvc]
+        for obj in children.namespaced():
+            if obj is not children.pvc:
+                await self._ensure(obj, uid)
+        wanted = {(o["kind"], o["metadata"]["name"]) for o in children.namespaced()}
+        namespace = rt_obj["metadata"]["namespace"]
+        # Components the runtime no longer has (client disabled, a component gone from the class).
+        for kind in ("StatefulSet", "Service", "DaemonSet", "ConfigMap"):
+            for actual in self.caches.for_kind(kind).items(namespace):
+                if (kind, actual["metadata"]["name"]) not in wanted and _owned_by(actual, uid):
+                    await self._delete(RESOURCE_OF_KIND[kind], actual)
+        try:
+            for obj in storage:
+                await self._ensure(obj, uid)
+        except Problem as problem:
+            if problem.reason != "InvalidPersistentVolume":
+                raise
+            await self._replace_storage(children, problem)
+
+    async def _replace_storage(self, children: Children, problem: Problem) -> None:
+        """A PV's volume source is immutable, yet it changes when a runtime gains or loses its client
+        (clientless vs FUSE attributes). PV and PVC are re-created, but never under a running pod."""
+        pvc = children.pvc["metadata"]
+        users = await self._pods_using_pvc(pvc["namespace"], pvc["name"])
+        if users:
+            raise Problem(
+                "StorageInUse",
+                f"PV {children.pv['metadata']['name']} must be re-created (its CSI attributes changed), "
+                f"but pod(s) {', '.join(users[:5])} use PVC {pvc['name']}: delete them and the controller "
+                "re-creates PV and PVC",
+            ) from None
+        for resource, obj in (
+            (resources.PERSISTENT_VOLUME_CLAIMS, self.caches.pvcs.get(pvc["namespace"], pvc["name"])),
+            (resources.PERSISTENT_VOLUMES, self.caches.pvs.get(None, children.pv["metadata"]["name"])),
+        ):
+            if obj is not None:
+                await self._delete(resource, obj)
+        # Until both are gone (their protection finalizers go when unbound), say so and look again.
+        raise Problem(
+            "RecreatingStorage",
+            f"re-creating PV {children.pv['metadata']['name']} and PVC {pvc['name']}: "
+            f"{problem.message[:200]}",
+            retry_after=1.0,
+        )
+
+    async def _ensure(self, desired: dict[str, Any], owner_uid: str) -> None:
+        kind = desired["kind"]
+        meta = desired["metadata"]
+        namespace = meta.get("namespace")
+        actual = self.caches.for_kind(kind).get(namespace, meta["name"])
+        if actual is not None:
+            if kind == "PersistentVolume":
+                if actual["metadata"].get("labels", {}).get(names.LABEL_APP_MANAGED_BY) != names.MANAGED_BY:
+                    raise Problem(
+                        "NameConflict",
+                        f"PersistentVolume {meta['name']} exists and is not managed by {names.MANAGED_BY}: "
+                        "delete or rename it",
+                    )
+            elif not _owned_by(actual, owner_uid):
+                raise Problem(
+                    "NameConflict",
+                    f"{kind} {namespace}/{meta['name']} exists and does not belong to this CacheRuntime: "
+                    "delete or rename it",
+                )
+            if contains(actual, desired):
+                return
+        resource = RESOURCE_OF_KIND[kind]
+        try:
+            await http.request(
+                self.api,
+                "PATCH",
+                resource.object_path(namespace, meta["name"]),
+                params={"fieldManager": names.CONTROLLER_FIELD_MANAGER, "force": "true"},
+                body=json.dumps(desired),
+                content_type=http.APPLY_PATCH,
+            )
+        except http.ApiError as e:
+            if e.code == 422:
+                raise Problem("Invalid" + kind, f"{kind} {meta['name']} was refused: {e.message}") from e
+            raise
+        metrics.WRITES.labels("apply", resource.plural).inc()
+        log.info("applied %s %s", kind, meta["name"], extra={"namespace": namespace, "new": actual is None})
+
+    async def _delete(self, resource: Resource, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        try:
+            await http.request(
+                self.api,
+                "DELETE",
+                resource.object_path(meta.get("namespace"), meta["name"]),
+                body={"preconditions": {"uid": meta["uid"]}, "propagationPolicy": "Background"},
+            )
+        except http.ApiError as e:
+            if e.code not in (404, 409):
+                raise
+        metrics.WRITES.labels("delete", resource.plural).inc()
+        log.info("deleted %s %s", obj.get("kind"), meta["name"], extra={"namespace": meta.get("namespace")})
+
+    async def _cleanup_orphan_pv(self, namespace: str, name: str) -> None:
+        pv = self.caches.pvs.get(None, names.dataset_pv(namespace, name))
+        if pv is not None and _is_dataset_pv(pv, namespace, name):
+            await self._delete(resources.PERSISTENT_VOLUMES, pv)
+
+    # ------------------------------------------------------------------ deletion
+
+    async def _add_finalizer(self, ds_obj: dict[str, Any]) -> dict[str, Any]:
+        meta = ds_obj["metadata"]
+        ops: list[dict[str, Any]] = [
+            {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]}
+        ]
+        if meta.get("finalizers"):
+            ops.append({"op": "add", "path": "/metadata/finalizers/-", "value": names.DATASET_FINALIZER})
+        else:
+            ops.append({"op": "add", "path": "/metadata/finalizers", "value": [names.DATASET_FINALIZER]})
+        updated: dict[str, Any] = await http.request(
+            self.api,
+            "PATCH",
+            DATASETS.object_path(meta["namespace"], meta["name"]),
+            body=ops,
+            content_type=http.JSON_PATCH,
+        )
+        metrics.WRITES.labels("patch", "datasets").inc()
+        return updated
+
+    async def _delete_dataset(self, ds_obj: dict[str, Any], rt_obj: dict[str, Any] | None) -> Result:
+        meta = ds_obj["metadata"]
+        namespace, name = meta["namespace"], meta["name"]
+        finalizers = meta.get("finalizers", [])
+        if names.DATASET_FINALIZER not in finalizers:
+            return Result()
+        users = await self._pods_using_pvc(namespace, names.dataset_pvc(name))
+        if users:
+            shown = ", ".join(users[:5]) + (f" and {len(users) - 5} more" if len(users) > 5 else "")
+            message = (
+                f"deletion waits for pod(s) {shown} to stop using PVC {names.dataset_pvc(name)}: "
+                "delete those pods (or their controllers) to let the Dataset go"
+            )
+            await self.recorder.event(ds_obj, "Warning", "DatasetInUse", message)
+            status = dict(ds_obj.get("status") or {})
+            conditions = set_condition(
+                status.get("conditions", []), names.CONDITION_READY, False, "DatasetInUse", message
+            )
+            await self._write_status(DATASETS, ds_obj, {**status, "conditions": conditions})
+            return Result(IN_USE_RECHECK)
+        if rt_obj is not None and not rt_obj["metadata"].get("deletionTimestamp"):
+            await self._delete(CACHERUNTIMES, rt_obj)  # its children follow through owner references
+        await self._cleanup_orphan_pv(namespace, name)
+        index = finalizers.index(names.DATASET_FINALIZER)
+        ops = [
+            {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
+            {"op": "remove", "path": f"/metadata/finalizers/{index}"},
+        ]
+        try:
+            await http.request(
+                self.api,
+                "PATCH",
+                DATASETS.object_path(namespace, name),
+                body=ops,
+                content_type=http.JSON_PATCH,
+            )
+        except http.ApiError as e:
+            if e.code != 404:
+                raise
+        metrics.WRITES.labels("patch", "datasets").inc()
+        log.info("released dataset", extra={"namespace": namespace, "dataset": name})
+        return Result()
+
+    async def _pods_using_pvc(self, namespace: str, claim: str) -> list[str]:
+        pods = await http.request(self.api, "GET", resources.PODS.collection_path(namespace))
+        users = []
+        for pod in pods.get("items", []):
+            if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+                continue
+            for volume in pod.get("spec", {}).get("volumes") or []:
+                if (volume.get("persistentVolumeClaim") or {}).get("claimName") == claim:
+                    users.append(pod["metadata"]["name"])
+                    break
+        return sorted(users)
+
+    # ------------------------------------------------------------------ status
+
+    async def _runtime_problem(self, rt_obj: dict[str, Any], problem: Problem) -> None:
+        await self.recorder.event(rt_obj, "Warning", problem.reason, problem.message)
+        await self._runtime_status(
+            rt_obj, "Failed", ready=False, reason=problem.reason, message=problem.message
+        )
+        log.info("runtime problem: %s", problem.message, extra={"reason": problem.reason})
+
+    async def _runtime_status(
+        self, rt_obj: dict[str, Any], phase: str, ready: bool, reason: str, message: str
+    ) -> None:
+        status = dict(rt_obj.get("status") or {})
+        generation = rt_obj["metadata"].get("generation")
+        desired = {
+            **status,
+            "phase": phase,
+            "observedGeneration": generation,
+            "conditions": set_condition(
+                status.get("conditions", []),
+                names.CONDITION_READY,
+                ready,
+                reason,
+                message,
+                observed_generation=generation,
+            ),
+        }
+        await self._write_status(CACHERUNTIMES, rt_obj, desired)
+
+    async def _dataset_status(
+        self,
+        ds_obj: dict[str, Any],
+        phase: str,
+        runtimes: list[dict[str, Any]],
+        *,
+        ready: bool,
+        reason: str,
+        message: str,
+    ) -> None:
+        status = dict(ds_obj.get("status") or {})
+        desired = {
+            **status,
+            "phase": phase,
+            "runtimes": runtimes,
+            "conditions": set_condition(
+                status.get("conditions", []), names.CONDITION_READY, ready, reason, message
+            ),
+        }
+        await self._write_status(DATASETS, ds_obj, desired)
+
+    async def _write_status(self, resource: Resource, obj: dict[str, Any], desired: dict[str, Any]) -> None:
+        if same_status(obj.get("status"), desired):
+            return
+        meta = obj["metadata"]
+        # A merge patch of the whole status: lists (conditions, runtimes) are replaced, not merged.
+        await http.request(
+            self.api,
+            "PATCH",
+            resource.object_path(meta["namespace"], meta["name"]) + "/status",
+            body={"status": desired},
+            content_type=http.MERGE_PATCH,
+        )
+        metrics.WRITES.labels("patch", resource.plural + "/status").inc()
+
+
+def _owned_by(obj: dict[str, Any], uid: str) -> bool:
+    return any(ref.get("uid") == uid for ref in obj["metadata"].get("ownerReferences", []))
+
+
+def _is_dataset_pv(pv: dict[str, Any], namespace: str, name: str) -> bool:
+    attrs = (pv.get("spec", {}).get("csi") or {}).get("volumeAttributes") or {}
+    return (
+        pv["metadata"].get("labels", {}).get(names.LABEL_APP_MANAGED_BY) == names.MANAGED_BY
+        and attrs.get(names.VOLUME_ATTR_DATASET_NAMESPACE) == namespace
+        and attrs.get(names.VOLUME_ATTR_DATASET_NAME) == name
+    )
+
+
+def dataset_key_of_pv(pv: dict[str, Any]) -> tuple[str, str] | None:
+    attrs = (pv.get("spec", {}).get("csi") or {}).get("volumeAttributes") or {}
+    ns, name = attrs.get(names.VOLUME_ATTR_DATASET_NAMESPACE), attrs.get(names.VOLUME_ATTR_DATASET_NAME)
+    return (ns, name) if ns and name else None
+
+
+def _first_error(e: ValidationError) -> str:
+    err = e.errors()[0]
+    where = ".".join(str(p) for p in err.get("loc", ()))
+    return f"{where}: {err.get('msg')}" if where else str(err.get("msg"))
