@@ -19,6 +19,7 @@ import pytest
 from kubernetes import client, config
 
 import localcluster
+from tests.e2e.fluid import MANIFESTS, ControllerProcess, install, kubectl, service_account_kubeconfig
 from tests.e2e.wait import eventually
 
 E2E_NAMESPACE_LABEL = "kubectl-fluid.test/e2e"
@@ -81,3 +82,39 @@ def namespace(core: client.CoreV1Api, request: pytest.FixtureRequest) -> Iterato
         yield name
     finally:
         core.delete_namespace(name)
+
+
+@pytest.fixture(scope="session")
+def fluid(kubeconfig: Path) -> Path:
+    """CRDs, namespace, RBAC and the sample CacheRuntimeClasses installed from manifests/."""
+    install(kubeconfig)
+    for sample in ("cacheruntimeclass-mooncake.yaml", "cacheruntimeclass-curvine.yaml"):
+        kubectl(kubeconfig, "apply", "-f", str(MANIFESTS / "samples" / sample))
+    return kubeconfig
+
+
+@pytest.fixture(scope="session")
+def controller_kubeconfig(
+    fluid: Path, core: client.CoreV1Api, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    return service_account_kubeconfig(fluid, core, tmp_path_factory.mktemp("sa") / "controller.kubeconfig")
+
+
+@pytest.fixture(scope="session")
+def controller_session(
+    controller_kubeconfig: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ControllerProcess]:
+    proc = ControllerProcess(controller_kubeconfig, tmp_path_factory.mktemp("logs"), "e2e-a")
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture
+def controller(controller_session: ControllerProcess) -> ControllerProcess:
+    """The controller, running and ready (started again if a previous test stopped it)."""
+    if not controller_session.alive():
+        controller_session.start()
+    controller_session.wait_ready()
+    return controller_session

@@ -68,7 +68,7 @@ def test_lists_in_pages_then_follows_every_change(
         cache.add_handler(lambda ev, obj: events.append((ev, obj["metadata"]["name"])))
         await asyncio.wait_for(cache.synced.wait(), 10)
         assert sorted(o["metadata"]["name"] for o in cache.items(namespace)) == [f"pre-{i}" for i in range(7)]
-        assert cache.get(namespace, "pre-0")["kind"] == "ConfigMap"  # type: ignore[index]
+        assert cache.get(namespace, "pre-0")["kind"] == "ConfigMap"
 
         await asyncio.to_thread(core.create_namespaced_config_map, namespace, cm("live"))
         await until(lambda: cache.get(namespace, "live") is not None, "ADDED live")

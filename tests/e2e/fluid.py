@@ -1,0 +1,210 @@
+"""The product installed into the test cluster the way an operator would: CRDs, namespace and RBAC
+from manifests/, and the controller as a local process that authenticates as its ServiceAccount
+(a token from the TokenRequest API), so the RBAC in manifests/ is what it really gets."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client
+
+from kubectl_fluid.api import names
+from tests.e2e.wait import eventually
+
+REPO = Path(__file__).resolve().parents[2]
+MANIFESTS = REPO / "manifests"
+
+
+def kubectl_binary() -> str:
+    """$KUBECTL, else the kubectl built with the local control plane, else the one on PATH."""
+    if os.environ.get("KUBECTL"):
+        return os.environ["KUBECTL"]
+    cache = Path(os.environ.get("KUBECTL_FLUID_CACHE", Path.home() / ".cache" / "kubectl-fluid"))
+    built = sorted(cache.glob("kubernetes-*/kubectl"))
+    if built:
+        return str(built[-1])
+    found = shutil.which("kubectl")
+    if not found:
+        raise RuntimeError("no kubectl: set KUBECTL or build the local control plane (make bins)")
+    return found
+
+
+def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
+    run = subprocess.run(
+        [kubectl_binary(), f"--kubeconfig={kubeconfig}", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    if run.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} failed: {run.stderr.strip()}")
+    return run.stdout
+
+
+def install(kubeconfig: Path) -> None:
+    kubectl(kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", str(MANIFESTS / "crds"))
+    kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", "-f", str(MANIFESTS / "crds"))
+    kubectl(kubeconfig, "apply", "-f", str(MANIFESTS / "namespace.yaml"))
+    kubectl(kubeconfig, "apply", "-f", str(MANIFESTS / "controller" / "rbac.yaml"))
+
+
+def service_account_kubeconfig(admin: Path, core: client.CoreV1Api, out: Path) -> Path:
+    """A kubeconfig for ServiceAccount fluid-system/fluid-controller on the admin's cluster."""
+    request = {"spec": {"expirationSeconds": 6 * 3600}}
+    token = eventually(
+        lambda: core.create_namespaced_service_account_token(
+            "fluid-controller", names.FLUID_NAMESPACE, request
+        ),
+        "a token for ServiceAccount fluid-controller",
+        timeout=30,
+    ).status.token
+    cfg = yaml.safe_load(admin.read_text())
+    context = next(c for c in cfg["contexts"] if c["name"] == cfg["current-context"])["context"]
+    cluster = next(c for c in cfg["clusters"] if c["name"] == context["cluster"])["cluster"]
+    cluster = dict(cluster)
+    if "certificate-authority" in cluster:
+        ca = Path(cluster.pop("certificate-authority"))
+        if not ca.is_absolute():
+            ca = admin.parent / ca
+        cluster["certificate-authority-data"] = base64.b64encode(ca.read_bytes()).decode()
+    out.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": cluster}],
+                "users": [{"name": "fluid-controller", "user": {"token": token}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "fluid-controller"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    out.chmod(0o600)
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class ControllerProcess:
+    kubeconfig: Path
+    log_dir: Path
+    identity: str
+    extra: list[str] = field(default_factory=list)
+    port: int = 0
+    proc: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+
+    @property
+    def log(self) -> Path:
+        return self.log_dir / f"controller-{self.identity}.log"
+
+    def start(self) -> None:
+        self.port = free_port()
+        self.starts += 1
+        argv = [
+            sys.executable,
+            "-m",
+            "controller.main",
+            f"--kubeconfig={self.kubeconfig}",
+            f"--identity={self.identity}",
+            "--health-host=127.0.0.1",
+            f"--health-port={self.port}",
+            "--leader-elect",
+            f"--lease-namespace={names.FLUID_NAMESPACE}",
+            # Short lease so failover is quick in tests.
+            "--lease-duration=4",
+            "--renew-deadline=3",
+            "--retry-period=0.5",
+            *self.extra,
+        ]
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def get(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=2) as r:
+                return int(r.status), r.read().decode()
+        except urllib.error.HTTPError as e:
+            return int(e.code), e.read().decode()
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        def ready() -> bool:
+            assert self.alive(), f"controller exited; log: {self.log.read_text()[-3000:]}"
+            try:
+                return self.get("/readyz")[0] == 200
+            except OSError:
+                return False
+
+        eventually(ready, f"controller {self.identity} /readyz", timeout=timeout)
+
+    def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
+        """Sum of a metric's samples whose labels include ``labels``."""
+        _, text = self.get("/metrics")
+        total = 0.0
+        for line in text.splitlines():
+            if not line.startswith(name):
+                continue
+            head, _, value = line.rpartition(" ")
+            metric, _, rest = head.partition("{")
+            if metric != name:
+                continue
+            have = dict(p.split("=", 1) for p in rest.rstrip("}").split(",") if "=" in p)
+            if all(have.get(k) == json.dumps(v) for k, v in (labels or {}).items()):
+                total += float(value)
+        return total
+
+    def stop(self) -> None:
+        if self.alive():
+            assert self.proc is not None
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def kill(self) -> None:
+        if self.alive():
+            assert self.proc is not None
+            self.proc.kill()
+            self.proc.wait()
+
+
+def lease_holder(coordination: client.CoordinationV1Api) -> str:
+    lease = coordination.read_namespaced_lease(names.CONTROLLER_LEASE, names.FLUID_NAMESPACE)
+    return str(lease.spec.holder_identity or "")
+
+
+def wait_until_gone(read: Any, *args: Any, what: str, timeout: float = 60) -> None:
+    def gone() -> bool:
+        try:
+            read(*args)
+        except client.ApiException as e:
+            if e.status == 404:
+                return True
+            raise
+        return False
+
+    eventually(gone, what, timeout=timeout)
