@@ -9,7 +9,7 @@ STATE ?= .dev
 .PHONY: help venv bins up down status test unit e2e lint crds bench clean
 
 help:
-	@echo "make up      start the local cluster (.dev/kubeconfig); builds the control plane on first use"
+	@echo "make up      start the local cluster (.dev/kubeconfig) with the CRDs and fluid-controller installed"
 	@echo "make down    stop everything 'make up' started and remove its state"
 	@echo "make test    lint + unit + e2e (own private cluster, or the one KUBECONFIG names)"
 	@echo "make bench   figures and ratios, printed side by side"
@@ -31,7 +31,7 @@ bins:
 	@if [ -z "$$KUBECONFIG" ]; then bash hack/build-bins.sh >/dev/null; fi
 
 up: venv
-	$(BIN)/python hack/localcluster.py up --state-dir $(STATE)
+	$(BIN)/python hack/localcluster.py up --fluid --state-dir $(STATE)
 	@echo "export KUBECONFIG=$(abspath $(STATE))/kubeconfig"
 
 # Standard library only: works even when the venv is gone.

@@ -423,7 +423,9 @@ def build_bins() -> str:
 
 
 def healthy(cluster: Cluster) -> bool:
-    if not cluster.procs or not all(p.alive() for p in cluster.procs):
+    # The control plane only: a project process that died is started again by its own `ensure`.
+    plane = [p for p in cluster.procs if p.name in CONTROL_PLANE]
+    if len(plane) != len(CONTROL_PLANE) or not all(p.alive() for p in plane):
         return False
     try:
         status, _ = api(cluster, "GET", "/readyz", timeout=2)
@@ -652,13 +654,20 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--nodes", type=int, default=int(os.environ.get("LOCALCLUSTER_NODES", "2")))
     parser.add_argument("--bin-dir", help="use these binaries instead of building/looking up the cache")
+    parser.add_argument(
+        "--fluid", action="store_true", help="also install the product and run its processes (make up)"
+    )
     args = parser.parse_args(argv)
     state_dir = args.state_dir.resolve()
     if args.command == "status":
         return status(state_dir)
     with locked(state_dir):
         if args.command == "up":
-            up(state_dir, args.nodes, args.bin_dir)
+            cluster = up(state_dir, args.nodes, args.bin_dir)
+            if args.fluid:
+                import fluidprocs
+
+                fluidprocs.ensure_controller(cluster)
         else:
             down(state_dir)
     return 0
