@@ -12,6 +12,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from localcluster import REPO, Cluster, api, free_ports, log, start, wait_for
 
@@ -42,7 +43,7 @@ def install(cluster: Cluster) -> None:
 
 def service_account_kubeconfig(cluster: Cluster, account: str) -> Path:
     path = f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{account}/token"
-    status, body = 0, {}
+    status, body = 0, dict[str, Any]()
     for _ in range(100):  # the ServiceAccount was applied a moment ago
         status, body = api(cluster, "POST", path, {"spec": {"expirationSeconds": 7 * 24 * 3600}})
         if status == 201:
