@@ -11,22 +11,25 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.bench import bench_api, bench_cluster
+from tests.bench import bench_api, bench_cluster, bench_controller
 from tests.bench.report import Report
+
+
+def run_all(report: Report, kubeconfig: Path, workdir: Path) -> None:
+    bench_api.run(report, kubeconfig)
+    bench_controller.run(report, kubeconfig, workdir)
 
 
 def main() -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack"))
     report = Report()
     given = os.environ.get("KUBECONFIG")
-    if given:
-        bench_api.run(report, Path(given.split(os.pathsep)[0]))
-    else:
-        with (
-            tempfile.TemporaryDirectory(prefix="kubectl-fluid-bench-") as tmp,
-            bench_cluster.timed_cluster(report, Path(tmp)) as kubeconfig,
-        ):
-            bench_api.run(report, kubeconfig)
+    with tempfile.TemporaryDirectory(prefix="kubectl-fluid-bench-") as tmp:
+        if given:
+            run_all(report, Path(given.split(os.pathsep)[0]), Path(tmp))
+        else:
+            with bench_cluster.timed_cluster(report, Path(tmp) / "cluster") as kubeconfig:
+                run_all(report, kubeconfig, Path(tmp))
     report.print()
     return 0
 
