@@ -22,21 +22,14 @@ import kr8s.asyncio
 from controller import metrics
 from controller.events import Recorder
 from controller.leader import LeaderElector, LeaseConfig, LostLeadership
-from controller.reconciler import (
-    CACHERUNTIMECLASSES,
-    CACHERUNTIMES,
-    DATASETS,
-    Caches,
-    Key,
-    Reconciler,
-    dataset_key_of_pv,
-)
+from controller.reconciler import Caches, Key, Reconciler, dataset_key_of_pv
 from controller.workqueue import ShutDown, WorkQueue
 from kubectl_fluid import logs
 from kubectl_fluid.api import names
 from kubectl_fluid.health import HealthServer
 from kubectl_fluid.kube import resources
 from kubectl_fluid.kube.client import connect
+from kubectl_fluid.kube.resources import CACHERUNTIMECLASSES, CACHERUNTIMES, DATASETS
 from kubectl_fluid.kube.watchcache import EventType, WatchCache
 
 log = logging.getLogger("controller")

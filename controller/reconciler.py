@@ -29,7 +29,7 @@ from kubectl_fluid.api.cacheruntime import CacheRuntime
 from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass
 from kubectl_fluid.api.dataset import Dataset
 from kubectl_fluid.kube import http, resources
-from kubectl_fluid.kube.resources import Resource
+from kubectl_fluid.kube.resources import CACHERUNTIMES, DATASETS, Resource
 from kubectl_fluid.kube.watchcache import WatchCache
 from kubectl_fluid.runtimeconfig import RuntimeConfigError
 
@@ -37,11 +37,6 @@ log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
 
-DATASETS = Resource(names.GROUP, names.VERSION, Dataset.crd.plural, Dataset.crd.kind, True)
-CACHERUNTIMES = Resource(names.GROUP, names.VERSION, CacheRuntime.crd.plural, CacheRuntime.crd.kind, True)
-CACHERUNTIMECLASSES = Resource(
-    names.GROUP, names.VERSION, CacheRuntimeClass.crd.plural, CacheRuntimeClass.crd.kind, False
-)
 # While pods use a dataset's PVC its deletion waits; we look again this often.
 IN_USE_RECHECK = 5.0
 MISSING_SECRET_RECHECK = 10.0

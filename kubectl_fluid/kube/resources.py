@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from kubectl_fluid.api import names
+
 
 @dataclass(frozen=True)
 class Resource:
@@ -46,3 +48,17 @@ STATEFULSETS = Resource("apps", "v1", "statefulsets", "StatefulSet", True)
 DAEMONSETS = Resource("apps", "v1", "daemonsets", "DaemonSet", True)
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
+MUTATING_WEBHOOK_CONFIGURATIONS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "mutatingwebhookconfigurations",
+    "MutatingWebhookConfiguration",
+    False,
+)
+
+# The product's own kinds. Spelled here rather than read from the models, so that paths never import
+# pydantic (the plugin's start-up); a unit test keeps them equal to the models' CRD facts.
+DATASETS = Resource(names.GROUP, names.VERSION, "datasets", "Dataset", True)
+CACHERUNTIMES = Resource(names.GROUP, names.VERSION, "cacheruntimes", "CacheRuntime", True)
+CACHERUNTIMECLASSES = Resource(names.GROUP, names.VERSION, "cacheruntimeclasses", "CacheRuntimeClass", False)
+FUSEMOUNTS = Resource(names.GROUP, names.VERSION, "fusemounts", "FuseMount", False)
