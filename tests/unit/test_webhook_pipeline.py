@@ -1,0 +1,157 @@
+"""One admission end to end (SPEC §4), on the bench's AdmissionReview among others."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from kubectl_fluid.api import names
+from tests.unit.webhook_samples import (
+    NS,
+    dataset_pvc,
+    default_profile,
+    injection_pod,
+    ready_lookup,
+    review_pod,
+)
+from webhook.lookup import RecordingLookup, StaticLookup
+from webhook.patch import apply_patch
+from webhook.pipeline import NO_DATASET_WARNING, Outcome, admit
+from webhook.profile import load_profile
+
+PROFILE = default_profile()
+
+
+def _admit(pod: dict[str, Any], lookup: Any, profile: Any = PROFILE) -> Outcome:
+    before = copy.deepcopy(pod)
+    outcome = admit(pod, NS, lookup, profile)
+    assert pod == before, "admission must not change the pod it was given"
+    if outcome.patch is not None:
+        assert apply_patch(pod, outcome.patch) == outcome.mutated
+    return outcome
+
+
+def test_review_json_gets_both_datasets() -> None:
+    pod = review_pod()
+    outcome = _admit(pod, ready_lookup("ds1", "ds2"))
+    assert outcome.result == "mutated"
+    assert outcome.group == "clientless"
+    assert outcome.datasets == ["ds1", "ds2"]
+    assert outcome.plugins_run == ["RuntimeConfigInjector"]
+    assert outcome.warnings == []
+    assert outcome.denied is None
+    assert outcome.patch is not None
+    paths = [op["path"] for op in outcome.patch]
+    assert paths[0] == "/metadata/labels/done.sidecar.fluid.io~1inject"
+    # Appended where the lists exist, added whole where they do not.
+    assert paths.count("/spec/volumes/-") == 2
+    assert paths.count("/spec/containers/0/env/-") == 4
+    assert paths.count("/spec/containers/0/volumeMounts/-") == 2
+    assert {"/spec/containers/1/env", "/spec/initContainers/0/volumeMounts"} <= set(paths)
+    assert all(op["op"] == "add" for op in outcome.patch)
+
+    mutated = apply_patch(pod, outcome.patch)
+    for container in [*mutated["spec"]["containers"], *mutated["spec"]["initContainers"]]:
+        mounts = {m["name"]: m for m in container["volumeMounts"]}
+        assert mounts["fluid-runtime-config-ds2"] == {
+            "name": "fluid-runtime-config-ds2",
+            "mountPath": "/etc/fluid/config/ds2/",
+            "readOnly": True,
+        }
+        env = {e["name"]: e["value"] for e in container["env"]}
+        assert env["FLUID_RUNTIME_CONFIG_PATH_ds1"] == env["FLUID_RUNTIME_CONFIG_PATH_DS1"]
+        assert env["FLUID_RUNTIME_CONFIG_PATH_ds1"] == "/etc/fluid/config/ds1/runtime.sh"
+    assert mutated["spec"]["volumes"][0]["name"] == "kube-api-access-abcde"
+
+
+def test_second_admission_of_the_result_is_a_no_op() -> None:
+    lookup = ready_lookup("ds1", "ds2")
+    first = _admit(review_pod(), lookup)
+    assert first.patch is not None
+    again = _admit(apply_patch(review_pod(), first.patch), lookup)
+    assert again.result == "unchanged"
+    assert again.patch is None
+    assert again.plugins_run == []
+
+
+def test_without_the_done_label_the_plugins_still_change_nothing_more() -> None:
+    lookup = ready_lookup("ds1", "ds2")
+    first = _admit(review_pod(), lookup)
+    assert first.mutated is not None
+    stripped = copy.deepcopy(first.mutated)
+    del stripped["metadata"]["labels"][names.LABEL_INJECT_DONE]
+    again = _admit(stripped, lookup)
+    assert again.patch == [
+        {"op": "add", "path": "/metadata/labels/done.sidecar.fluid.io~1inject", "value": "true"}
+    ]
+
+
+def test_label_without_dataset_is_admitted_unchanged_with_a_warning() -> None:
+    outcome = _admit(injection_pod(None), StaticLookup())
+    assert outcome.result == "unchanged"
+    assert outcome.warnings == [NO_DATASET_WARNING]
+    assert "fluid.io/inject=true" in NO_DATASET_WARNING
+    assert "set annotation fluid.io/dataset" in NO_DATASET_WARNING
+    assert _admit(injection_pod(" , "), StaticLookup()).warnings == [NO_DATASET_WARNING]
+
+
+def test_refusals_carry_the_message_and_no_patch() -> None:
+    outcome = _admit(injection_pod("ds1,ds9"), ready_lookup("ds1"))
+    assert outcome.result == "denied"
+    assert outcome.denied == 'dataset "ds9" not found in namespace "team-a"'
+    assert outcome.patch is None
+    assert outcome.plugins_run == ["RuntimeConfigInjector"]
+
+    foreign = _admit(injection_pod("other/ds1"), ready_lookup("ds1"))
+    assert foreign.denied is not None
+    assert 'namespace "team-a"' in foreign.denied
+    assert foreign.plugins_run == []
+
+
+def test_pvc_datasets_are_injected_too() -> None:
+    pod = injection_pod("ds1", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "ds2"}}])
+    outcome = _admit(pod, ready_lookup("ds1", "ds2", extra=(dataset_pvc("ds2"),)))
+    assert outcome.datasets == ["ds1", "ds2"]
+    assert outcome.mutated is not None
+    assert [v["name"] for v in outcome.mutated["spec"]["volumes"]] == [
+        "d",
+        "fluid-runtime-config-ds1",
+        "fluid-runtime-config-ds2",
+    ]
+
+
+def test_serverful_pod_with_a_fluid_pvc() -> None:
+    pod = {
+        "metadata": {"name": "p"},
+        "spec": {
+            "containers": [{"name": "app", "volumeMounts": [{"name": "d", "mountPath": "/data"}]}],
+            "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": "ds1"}}],
+        },
+    }
+    outcome = _admit(pod, StaticLookup([dataset_pvc("ds1")]))
+    assert outcome.group == "serverful"
+    assert outcome.plugins_run == ["MountPropagationInjector", "DatasetUsageInjector"]
+    assert outcome.patch == [
+        {"op": "add", "path": "/metadata/annotations", "value": {"fluid.io/datasets-in-use": "ds1"}},
+        {
+            "op": "add",
+            "path": "/spec/containers/0/volumeMounts/0/mountPropagation",
+            "value": "HostToContainer",
+        },
+    ]
+
+
+def test_group_without_plugins_for_the_case_leaves_the_pod_alone() -> None:
+    outcome = _admit({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a"}]}}, StaticLookup())
+    assert outcome.group == "serverful"
+    assert outcome.result == "unchanged"
+    assert outcome.plugins_run == []
+    profile, _ = load_profile("plugins:\n  clientless:\n    withDataset: []\n")
+    assert _admit(review_pod(), ready_lookup("ds1", "ds2"), profile).result == "unchanged"
+
+
+def test_misses_are_recorded_for_the_server_to_fetch() -> None:
+    pod = injection_pod("ds1,ds2", volumes=[{"name": "d", "persistentVolumeClaim": {"claimName": "ds3"}}])
+    recording = RecordingLookup(ready_lookup("ds1"))
+    assert admit(pod, NS, recording, PROFILE).denied is not None
+    assert recording.misses == [("pvc", NS, "ds3"), ("dataset", NS, "ds2")]

@@ -1,0 +1,32 @@
+"""MountPropagationInjector (serverful, SPEC §4): mounts of a Fluid dataset's PVC get
+``mountPropagation: HostToContainer``, so a FUSE mount that is (re)made on the host after the
+container started still shows up inside it."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from webhook import podedit
+from webhook.collect import dataset_claim_volumes
+from webhook.plugins.base import Context
+
+HOST_TO_CONTAINER: Final = "HostToContainer"
+# Left alone: Bidirectional already propagates host mounts into the container, and downgrading it
+# would break a privileged container that relies on the other direction.
+_KEEP: Final = frozenset({HOST_TO_CONTAINER, "Bidirectional"})
+
+
+class MountPropagationInjector:
+    name: Final = "MountPropagationInjector"
+
+    def mutate(self, pod: dict[str, Any], ctx: Context) -> None:
+        fluid_volumes = dataset_claim_volumes(pod, ctx.namespace, ctx.lookup)
+        if not fluid_volumes:
+            return
+        for container in podedit.app_containers(pod):
+            mounts = container.get("volumeMounts")
+            if not mounts:
+                continue
+            for index, mount in enumerate(mounts):
+                if mount.get("name") in fluid_volumes and mount.get("mountPropagation") not in _KEEP:
+                    mounts[index] = {**mount, "mountPropagation": HOST_TO_CONTAINER}

@@ -1,0 +1,98 @@
+"""RuntimeConfigInjector (SPEC §4): hand each dataset's runtime config to the application, as a
+read-only ConfigMap volume and env vars pointing at its runtime.sh; no dataset volume, no FUSE.
+
+Entries the injector owns are replaced, never duplicated, so a second run changes nothing: volumes
+and env vars by name; mounts by volume name *and* by mount path, since the API server refuses two
+mounts at one path in a container.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from kubectl_fluid.api import names
+from webhook import podedit
+from webhook.errors import Denied
+from webhook.plugins.base import Context
+
+Entries = dict[str, dict[str, Any]]
+
+
+def _problem(ctx: Context, dataset: str) -> str | None:
+    """Why ``dataset`` cannot be injected yet, as a sentence for the pod's author, or None."""
+    if ctx.lookup.dataset(ctx.namespace, dataset) is None:
+        return f'dataset "{dataset}" not found in namespace "{ctx.namespace}"'
+    configmap_name = names.runtime_config_configmap(dataset)
+    configmap = ctx.lookup.configmap(ctx.namespace, configmap_name)
+    not_ready = f'runtime config for dataset "{dataset}" is not ready: ConfigMap {configmap_name}'
+    if configmap is None:
+        return f"{not_ready} not found"
+    # A mounted ConfigMap projects both maps as files; the controller writes ``data``.
+    key = names.RUNTIME_SH_KEY
+    if key not in (configmap.get("data") or {}) and key not in (configmap.get("binaryData") or {}):
+        return f"{not_ready} has no key {key}"
+    return None
+
+
+class RuntimeConfigInjector:
+    name: Final = "RuntimeConfigInjector"
+
+    def mutate(self, pod: dict[str, Any], ctx: Context) -> None:
+        if not ctx.datasets:
+            return
+        # Validate everything before the first edit: a refusal must leave nothing behind, and naming
+        # every problem at once saves the author a round trip per dataset.
+        problems = [problem for ds in ctx.datasets if (problem := _problem(ctx, ds)) is not None]
+        if problems:
+            raise Denied("; ".join(problems))
+
+        # Every wanted entry is built once and shared by all containers: elements of the working
+        # copy's lists are replaced, never edited (podedit), so sharing is safe.
+        volumes: Entries = {}
+        mounts: Entries = {}
+        mount_paths: dict[str, str] = {}  # mount path without its trailing "/" -> volume
+        env: Entries = {}
+        env_owner: dict[str, str] = {}
+        for dataset in ctx.datasets:
+            volume = names.runtime_config_volume(dataset)
+            volumes[volume] = {"name": volume, "configMap": {"name": names.runtime_config_configmap(dataset)}}
+            mount_path = names.pod_config_dir(dataset)
+            mounts[volume] = {"name": volume, "mountPath": mount_path, "readOnly": True}
+            mount_paths[mount_path.rstrip("/")] = volume
+            runtime_sh = names.pod_runtime_sh_path(dataset)
+            for env_name in names.runtime_config_env_names(dataset):
+                _warn_shared_env_name(ctx, env_owner.get(env_name), dataset, env_name)
+                env_owner[env_name] = dataset
+                env[env_name] = {"name": env_name, "value": runtime_sh}
+
+        podedit.merge_named(podedit.volumes_of(pod), volumes)
+        for container in list(podedit.app_containers(pod)):
+            _merge_mounts(podedit.volume_mounts_of(container), mounts, mount_paths)
+            podedit.merge_named(podedit.env_of(container), env)
+        podedit.labels_of(pod)[names.LABEL_INJECT_DONE] = names.TRUE
+
+
+def _warn_shared_env_name(ctx: Context, previous: str | None, dataset: str, env_name: str) -> None:
+    # ``ds-1`` and ``ds.1`` both make the shell-safe FLUID_RUNTIME_CONFIG_PATH_DS_1; the later dataset
+    # (in sorted order) wins it, and the author should know to use the verbatim name for the other.
+    if previous is not None:
+        ctx.warnings.append(
+            f'datasets "{previous}" and "{dataset}" both map to the env name {env_name}, which points at '
+            f'"{dataset}"; use {names.runtime_config_env_names(previous)[0]} for "{previous}"'
+        )
+
+
+def _merge_mounts(items: list[dict[str, Any]], mounts: Entries, paths: dict[str, str]) -> None:
+    def owner(mount: dict[str, Any]) -> str | None:
+        """The injected volume whose mount this one collides with, by volume name or by path."""
+        name = mount.get("name")
+        if isinstance(name, str) and name in mounts:
+            return name
+        return paths.get(str(mount.get("mountPath", "")).rstrip("/"))
+
+    # Usually nothing collides: one scan and one extend, as this runs for every container.
+    if not items or all(owner(mount) is None for mount in items):
+        items.extend(mounts.values())
+        return
+    for volume, mount in mounts.items():
+        podedit.upsert(items, mount, [i for i, existing in enumerate(items) if owner(existing) == volume])
