@@ -33,6 +33,19 @@ FUSE_CONTAINER_PREFIX: Final = "fluid-fuse"
 
 WEBHOOK_MUTATE_PATH: Final = "/mutate-fluid-io-v1alpha1-schedulepod"
 WEBHOOK_PLUGINS_CONFIGMAP: Final = "webhook-plugins"
+# The MutatingWebhookConfiguration, the Service in front of the replicas, and the Secret holding the
+# shared CA and serving certificate that ``--bootstrap-certs`` keeps (SPEC §4, TLS).
+WEBHOOK_NAME: Final = "fluid-pod-admission-webhook"
+WEBHOOK_SERVICE: Final = "fluid-webhook"
+WEBHOOK_CERT_SECRET: Final = "fluid-webhook-certs"
+WEBHOOK_CA_NAME: Final = "fluid-webhook-ca"
+CLUSTER_DOMAIN: Final = "cluster.local"
+# Keys of a kubernetes.io/tls Secret (and the files written from it); ``ca.key`` is ours: every replica
+# must sign with the same CA, or the caBundle would only ever trust one of them.
+TLS_CERT_FILE: Final = "tls.crt"
+TLS_KEY_FILE: Final = "tls.key"
+CA_CERT_FILE: Final = "ca.crt"
+CA_KEY_FILE: Final = "ca.key"
 
 # --- runtime config ConfigMap (SPEC §2, §3) -------------------------------------------------------
 RUNTIME_CONFIG_PREFIX: Final = "fluid-runtime-config-"
