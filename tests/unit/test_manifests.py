@@ -6,7 +6,8 @@ the API server (it prunes unknown fields) would both let pass silently."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import importlib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -221,6 +222,264 @@ def test_controller_selectors_match_its_pods() -> None:
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
+
+
+# --- the webhook (SPEC §4) ---------------------------------------------------------------------------
+
+WEBHOOK_RBAC = "webhook/rbac.yaml"
+WEBHOOK_DEPLOYMENT = "webhook/deployment.yaml"
+WEBHOOK_PLUGINS = "webhook/plugins.yaml"
+WEBHOOK_CONFIGURATION = "webhook/mutatingwebhookconfiguration.yaml"
+PROFILE_KEY = "plugins.yaml"
+
+# The webhook's whole access (the issue's list), as (group, resource, verb, resourceNames), where ()
+# means any name. Read-only caches cluster-wide; the bootstrap writes only its own two objects (and
+# watches its webhook configuration by name, to repair a reset caBundle at once).
+READ = ("get", "list", "watch")
+EXPECTED_WEBHOOK_CLUSTER_GRANTS = {
+    *((names.GROUP, r, v, ()) for r in ("datasets", "cacheruntimes") for v in READ),
+    *(("", r, v, ()) for r in ("configmaps", "persistentvolumeclaims") for v in READ),
+    *(
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", v, (names.WEBHOOK_NAME,))
+        for v in ("get", "patch", "update", "list", "watch")
+    ),
+}
+# Secrets only here, in the webhook's namespace. create cannot be limited by name; the rest is.
+EXPECTED_WEBHOOK_NAMESPACE_GRANTS = {
+    ("", "secrets", "create", ()),
+    *(("", "secrets", v, (names.WEBHOOK_CERT_SECRET,)) for v in ("get", "update")),
+}
+# The shipped profile (issue 4), in the file's shape (``plugins:`` on top, as Fluid's ConfigMap); also
+# the webhook's built-in default (checked below).
+EXPECTED_PROFILE = {
+    "plugins": {
+        "clientless": {"withDataset": ["RuntimeConfigInjector"], "withoutDataset": []},
+        "serverful": {
+            "withDataset": ["MountPropagationInjector", "DatasetUsageInjector"],
+            "withoutDataset": [],
+        },
+        "serverless": {"withDataset": ["DatasetUsageInjector"], "withoutDataset": []},
+    }
+}
+
+
+def named_grants(rules: list[Doc]) -> set[tuple[str, str, str, tuple[str, ...]]]:
+    return {
+        (group, resource, verb, tuple(rule.get("resourceNames", ())))
+        for rule in rules
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def webhook_container() -> Doc:
+    container: Doc
+    (container,) = one(WEBHOOK_DEPLOYMENT, "Deployment")["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def flags(container: Doc) -> dict[str, str]:
+    """``--name=value`` arguments by name; bare switches map to ``""``."""
+    pairs = (arg.removeprefix("--").partition("=") for arg in container["args"])
+    return {name: value for name, _, value in pairs}
+
+
+def container_port(container: Doc, port: int | str) -> int:
+    """A port reference (number or name) resolved against the container's declared ports."""
+    declared = {p["name"]: p["containerPort"] for p in container["ports"]}
+    number = declared[port] if isinstance(port, str) else port
+    assert number in declared.values(), f"port {port} is not declared by the container"
+    return number
+
+
+def profile_from_configmap() -> Any:
+    configmap = one(WEBHOOK_PLUGINS, "ConfigMap")
+    return yaml.safe_load(configmap["data"][PROFILE_KEY])
+
+
+def plain(value: Any) -> Any:
+    """Mappings as dicts and sequences as lists, so a profile built in code compares with parsed YAML."""
+    if isinstance(value, Mapping):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    return value
+
+
+def test_webhook_configuration_matches_spec() -> None:
+    config = one(WEBHOOK_CONFIGURATION, "MutatingWebhookConfiguration")
+    assert config["apiVersion"] == "admissionregistration.k8s.io/v1"
+    assert config["metadata"]["name"] == names.WEBHOOK_NAME
+    (webhook,) = config["webhooks"]
+    # No caBundle (the webhook patches it in) and no url (in-cluster, through the Service).
+    assert webhook["clientConfig"].keys() == {"service"}
+    assert webhook == {
+        "name": "schedulepod.fluid.io",
+        "clientConfig": {
+            "service": {
+                "namespace": names.FLUID_NAMESPACE,
+                "name": names.WEBHOOK_SERVICE,
+                "path": names.WEBHOOK_MUTATE_PATH,
+                "port": 443,
+            }
+        },
+        "rules": [
+            {
+                "operations": ["CREATE"],
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "resources": ["pods"],
+                "scope": "Namespaced",
+            }
+        ],
+        "objectSelector": {"matchLabels": {names.LABEL_INJECT: names.TRUE}},
+        "namespaceSelector": {
+            "matchExpressions": [
+                {
+                    "key": "kubernetes.io/metadata.name",
+                    "operator": "NotIn",
+                    "values": ["kube-system", names.FLUID_NAMESPACE],
+                }
+            ]
+        },
+        "failurePolicy": "Fail",
+        "sideEffects": "None",
+        "timeoutSeconds": 5,
+        "reinvocationPolicy": "IfNeeded",
+        "matchPolicy": "Equivalent",
+        "admissionReviewVersions": ["v1"],
+    }
+
+
+def test_webhook_rbac_is_least_privilege() -> None:
+    cluster_roles = find(WEBHOOK_RBAC, "ClusterRole")
+    roles = find(WEBHOOK_RBAC, "Role")
+    for rule in [r for role in (*cluster_roles, *roles) for r in role["rules"]]:
+        assert "*" not in [*rule["verbs"], *rule["resources"], *rule["apiGroups"]], rule
+        assert "nonResourceURLs" not in rule, rule
+    cluster = {g for role in cluster_roles for g in named_grants(role["rules"])}
+    assert not {g for g in cluster if g[1] == "secrets"}, "no Secret access cluster-wide"
+    assert cluster == EXPECTED_WEBHOOK_CLUSTER_GRANTS
+    for role in roles:
+        assert role["metadata"]["namespace"] == names.FLUID_NAMESPACE
+    assert {g for role in roles for g in named_grants(role["rules"])} == EXPECTED_WEBHOOK_NAMESPACE_GRANTS
+
+
+def test_webhook_roles_are_bound_to_its_service_account() -> None:
+    account = one(WEBHOOK_RBAC, "ServiceAccount")["metadata"]
+    assert account["namespace"] == names.FLUID_NAMESPACE
+    subject = {"kind": "ServiceAccount", "name": account["name"], "namespace": account["namespace"]}
+    for role_kind, binding_kind in (("ClusterRole", "ClusterRoleBinding"), ("Role", "RoleBinding")):
+        roles = {role["metadata"]["name"] for role in find(WEBHOOK_RBAC, role_kind)}
+        bindings = find(WEBHOOK_RBAC, binding_kind)
+        refs = {b["roleRef"]["name"] for b in bindings if b["roleRef"]["kind"] == role_kind}
+        assert refs == roles, binding_kind
+        for binding in bindings:
+            assert binding["subjects"] == [subject], binding["metadata"]["name"]
+            if binding_kind == "RoleBinding":
+                assert binding["metadata"]["namespace"] == names.FLUID_NAMESPACE
+    deployment = one(WEBHOOK_DEPLOYMENT, "Deployment")
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == account["name"]
+    assert deployment["metadata"]["namespace"] == account["namespace"]
+
+
+def test_webhook_service_targets_the_container_port() -> None:
+    deployment = one(WEBHOOK_DEPLOYMENT, "Deployment")
+    container = webhook_container()
+    service = one(WEBHOOK_DEPLOYMENT, "Service")
+    assert service["metadata"]["name"] == names.WEBHOOK_SERVICE
+    assert service["metadata"]["namespace"] == names.FLUID_NAMESPACE
+    (port,) = service["spec"]["ports"]
+    config = one(WEBHOOK_CONFIGURATION, "MutatingWebhookConfiguration")
+    assert port["port"] == config["webhooks"][0]["clientConfig"]["service"]["port"]
+    serving = container_port(container, port["targetPort"])
+    assert serving == int(flags(container)["port"])
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    pdb = one(WEBHOOK_DEPLOYMENT, "PodDisruptionBudget")
+    for kind, selector in {
+        "Deployment": deployment["spec"]["selector"]["matchLabels"],
+        "PodDisruptionBudget": pdb["spec"]["selector"]["matchLabels"],
+        "Service": service["spec"]["selector"],
+    }.items():
+        assert selector.items() <= labels.items(), kind
+    # Every replica serves (SPEC §4); a drain always leaves one.
+    assert deployment["spec"]["replicas"] >= 2
+    assert pdb["spec"]["minAvailable"] == 1
+    # Health is served over TLS on the admission port.
+    assert int(flags(container)["health-port"]) == serving
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        get = container[probe]["httpGet"]
+        assert (get["path"], get["scheme"], container_port(container, get["port"])) == (
+            path,
+            "HTTPS",
+            serving,
+        )
+
+
+def test_webhook_deployment_flags_match_the_other_objects() -> None:
+    container = webhook_container()
+    args = flags(container)
+    assert container["command"] == ["fluid-webhook"]
+    assert args["service"] == names.WEBHOOK_SERVICE
+    assert args["webhook-config"] == names.WEBHOOK_NAME
+    assert "bootstrap-certs" in args
+    env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in container["env"]}
+    assert env == {"POD_NAMESPACE": "metadata.namespace", "POD_NAME": "metadata.name"}
+    # The root filesystem is read-only: the bootstrapped certificate goes to a writable emptyDir.
+    volumes = {
+        v["name"]: v for v in one(WEBHOOK_DEPLOYMENT, "Deployment")["spec"]["template"]["spec"]["volumes"]
+    }
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    certs = mounts[args["cert-dir"]]
+    assert "emptyDir" in volumes[certs["name"]]
+    assert not certs.get("readOnly", False)
+    security = container["securityContext"]
+    assert security["readOnlyRootFilesystem"] is True
+    assert security["allowPrivilegeEscalation"] is False
+    assert security["capabilities"]["drop"] == ["ALL"]
+
+
+def test_webhook_deployment_mounts_the_plugin_profile() -> None:
+    deployment = one(WEBHOOK_DEPLOYMENT, "Deployment")
+    configmap = one(WEBHOOK_PLUGINS, "ConfigMap")
+    assert configmap["metadata"]["name"] == names.WEBHOOK_PLUGINS_CONFIGMAP
+    assert configmap["metadata"]["namespace"] == deployment["metadata"]["namespace"]
+    container = webhook_container()
+    (volume,) = [
+        v
+        for v in deployment["spec"]["template"]["spec"]["volumes"]
+        if v.get("configMap", {}).get("name") == configmap["metadata"]["name"]
+    ]
+    (mount,) = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
+    assert mount.get("readOnly") is True
+    (item,) = volume["configMap"]["items"]
+    assert item["key"] in configmap["data"]
+    assert flags(container)["profile"] == f"{mount['mountPath'].rstrip('/')}/{item['path']}"
+
+
+def test_webhook_profile_names_registered_plugins() -> None:
+    profile = profile_from_configmap()
+    assert profile == EXPECTED_PROFILE
+    registry = importlib.import_module("webhook.plugins.registry")
+    used = {p for group in profile["plugins"].values() for plugins in group.values() for p in plugins}
+    assert used <= set(registry.PLUGINS), "an unknown plugin name stops the webhook's start-up"
+
+
+def test_webhook_profile_configmap_is_the_built_in_default() -> None:
+    try:
+        profile_module = importlib.import_module("webhook.profile")
+    except ModuleNotFoundError as error:
+        if error.name != "webhook.profile":
+            raise
+        pytest.skip("webhook/profile.py does not exist yet: no DEFAULT_PROFILE to compare the ConfigMap with")
+    default = profile_module.DEFAULT_PROFILE
+    parsed_default = yaml.safe_load(default) if isinstance(default, str) else plain(default)
+    assert profile_from_configmap() == parsed_default
+    # What the webhook does with the file at start-up: it loads, with nothing to warn about.
+    text = one(WEBHOOK_PLUGINS, "ConfigMap")["data"][PROFILE_KEY]
+    _, warnings = profile_module.load_profile(text)
+    assert warnings == []
 
 
 # --- a small structural-schema checker: the subset of OpenAPI v3 the generated CRDs use -------------
