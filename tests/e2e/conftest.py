@@ -19,7 +19,14 @@ import pytest
 from kubernetes import client, config
 
 import localcluster
-from tests.e2e.fluid import MANIFESTS, ControllerProcess, install, kubectl, service_account_kubeconfig
+from tests.e2e.fluid import (
+    MANIFESTS,
+    ControllerProcess,
+    WebhookProcess,
+    install,
+    kubectl,
+    service_account_kubeconfig,
+)
 from tests.e2e.wait import eventually
 
 E2E_NAMESPACE_LABEL = "kubectl-fluid.test/e2e"
@@ -118,3 +125,34 @@ def controller(controller_session: ControllerProcess) -> ControllerProcess:
         controller_session.start()
     controller_session.wait_ready()
     return controller_session
+
+
+@pytest.fixture(scope="session")
+def webhook_session(
+    fluid: Path, core: client.CoreV1Api, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[WebhookProcess]:
+    logs = tmp_path_factory.mktemp("webhook")
+    sa = service_account_kubeconfig(fluid, core, logs / "webhook.kubeconfig", account="fluid-webhook")
+    proc = WebhookProcess(sa, fluid, logs)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+        # Without its server a registered configuration (failurePolicy Fail) refuses labelled pods.
+        client.AdmissionregistrationV1Api(
+            config.new_client_from_config(config_file=str(fluid))
+        ).delete_mutating_webhook_configuration(proc.config_name)
+
+
+@pytest.fixture
+def webhook(webhook_session: WebhookProcess, k8s: client.ApiClient) -> WebhookProcess:
+    """The webhook, running, registered with its caBundle, and ready (restarted if a test stopped it)."""
+    if not webhook_session.alive():
+        webhook_session.start()
+        webhook_session.register()
+    webhook_session.wait_ready()
+    admission = client.AdmissionregistrationV1Api(k8s)
+    eventually(
+        lambda: webhook_session.ca_bundle_patched(admission), "caBundle patched into the configuration"
+    )
+    return webhook_session

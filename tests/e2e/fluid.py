@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,16 +61,17 @@ def install(kubeconfig: Path) -> None:
     kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=60s", "-f", str(MANIFESTS / "crds"))
     kubectl(kubeconfig, "apply", "-f", str(MANIFESTS / "namespace.yaml"))
     kubectl(kubeconfig, "apply", "-f", str(MANIFESTS / "controller" / "rbac.yaml"))
+    kubectl(kubeconfig, "apply", "-f", str(MANIFESTS / "webhook" / "rbac.yaml"))
 
 
-def service_account_kubeconfig(admin: Path, core: client.CoreV1Api, out: Path) -> Path:
-    """A kubeconfig for ServiceAccount fluid-system/fluid-controller on the admin's cluster."""
+def service_account_kubeconfig(
+    admin: Path, core: client.CoreV1Api, out: Path, account: str = "fluid-controller"
+) -> Path:
+    """A kubeconfig for ServiceAccount fluid-system/{account} on the admin's cluster."""
     request = {"spec": {"expirationSeconds": 6 * 3600}}
     token = eventually(
-        lambda: core.create_namespaced_service_account_token(
-            "fluid-controller", names.FLUID_NAMESPACE, request
-        ),
-        "a token for ServiceAccount fluid-controller",
+        lambda: core.create_namespaced_service_account_token(account, names.FLUID_NAMESPACE, request),
+        f"a token for ServiceAccount {account}",
         timeout=30,
     ).status.token
     cfg = yaml.safe_load(admin.read_text())
@@ -87,8 +89,8 @@ def service_account_kubeconfig(admin: Path, core: client.CoreV1Api, out: Path) -
                 "apiVersion": "v1",
                 "kind": "Config",
                 "clusters": [{"name": "c", "cluster": cluster}],
-                "users": [{"name": "fluid-controller", "user": {"token": token}}],
-                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "fluid-controller"}}],
+                "users": [{"name": account, "user": {"token": token}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": account}}],
                 "current-context": "c",
             }
         )
@@ -160,20 +162,8 @@ class ControllerProcess:
         eventually(ready, f"controller {self.identity} /readyz", timeout=timeout)
 
     def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
-        """Sum of a metric's samples whose labels include ``labels``."""
         _, text = self.get("/metrics")
-        total = 0.0
-        for line in text.splitlines():
-            if not line.startswith(name):
-                continue
-            head, _, value = line.rpartition(" ")
-            metric, _, rest = head.partition("{")
-            if metric != name:
-                continue
-            have = dict(p.split("=", 1) for p in rest.rstrip("}").split(",") if "=" in p)
-            if all(have.get(k) == json.dumps(v) for k, v in (labels or {}).items()):
-                total += float(value)
-        return total
+        return metric_sum(text, name, labels)
 
     def stop(self) -> None:
         if self.alive():
@@ -208,3 +198,123 @@ def wait_until_gone(read: Any, *args: Any, what: str, timeout: float = 60) -> No
         return False
 
     eventually(gone, what, timeout=timeout)
+
+
+@dataclass
+class WebhookProcess:
+    """fluid-webhook as a local process serving HTTPS on 127.0.0.1, with its certificate bootstrapped
+    into a Secret and the MutatingWebhookConfiguration from manifests/ registered with
+    ``url: https://127.0.0.1:PORT/…`` instead of the in-cluster Service."""
+
+    kubeconfig: Path
+    admin: Path
+    log_dir: Path
+    config_name: str = names.WEBHOOK_NAME
+    port: int = 0
+    proc: subprocess.Popen[bytes] | None = None
+    ca: Path | None = None
+
+    @property
+    def log(self) -> Path:
+        return self.log_dir / "webhook.log"
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.port = self.port or free_port()
+        cert_dir = self.log_dir / "webhook-certs"
+        argv = [
+            sys.executable,
+            "-m",
+            "webhook.main",
+            f"--kubeconfig={self.kubeconfig}",
+            "--host=127.0.0.1",
+            f"--port={self.port}",
+            f"--cert-dir={cert_dir}",
+            "--bootstrap-certs",
+            f"--namespace={names.FLUID_NAMESPACE}",
+            "--ip-san=127.0.0.1",
+            f"--webhook-config={self.config_name}",
+        ]
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+        self.ca = cert_dir / "ca.crt"
+
+    def register(self, copies: int = 1) -> None:
+        """The manifest's configuration pointed at this process; ``copies`` > 1 repeats its webhook
+        (as a second webhook would), so the API server calls us that many times per pod."""
+        config = yaml.safe_load((MANIFESTS / "webhook" / "mutatingwebhookconfiguration.yaml").read_text())
+        config["metadata"]["name"] = self.config_name
+        hook = config["webhooks"][0]
+        hook["clientConfig"] = {"url": f"{self.url}{names.WEBHOOK_MUTATE_PATH}"}
+        config["webhooks"] = [
+            {**hook, "name": f"{i}.{hook['name']}" if i else hook["name"]} for i in range(copies)
+        ]
+        kubectl(self.admin, "apply", "-f", "-", stdin=json.dumps(config))
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        return self.request("GET", path)
+
+    def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+        import ssl
+
+        assert self.ca is not None
+        ctx = ssl.create_default_context(cafile=str(self.ca))
+        req = urllib.request.Request(self.url + path, data=body, method=method)
+        req.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(req, context=ctx, timeout=5) as r:
+                return int(r.status), r.read()
+        except urllib.error.HTTPError as e:
+            return int(e.code), e.read()
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        def ready() -> bool:
+            assert self.alive(), f"webhook exited; log: {self.log.read_text()[-3000:]}"
+            try:
+                return self.get("/readyz")[0] == 200
+            except OSError:
+                return False
+
+        eventually(ready, "webhook /readyz", timeout=timeout)
+
+    def ca_bundle_patched(self, admission: client.AdmissionregistrationV1Api) -> bool:
+        config = admission.read_mutating_webhook_configuration(self.config_name)
+        assert self.ca is not None
+        want = base64.b64encode(self.ca.read_bytes()).decode()
+        return all(h.client_config.ca_bundle == want for h in config.webhooks)
+
+    def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
+        _, text = self.get("/metrics")
+        return metric_sum(text.decode(), name, labels)
+
+    def stop(self) -> None:
+        if self.alive():
+            assert self.proc is not None
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def metric_sum(text: str, name: str, labels: dict[str, str] | None = None) -> float:
+    """Sum of a metric's samples (Prometheus text) whose labels include ``labels``."""
+    total = 0.0
+    for line in text.splitlines():
+        if not line.startswith(name):
+            continue
+        head, _, value = line.rpartition(" ")
+        metric, _, rest = head.partition("{")
+        if metric != name:
+            continue
+        have = dict(p.split("=", 1) for p in rest.rstrip("}").split(",") if "=" in p)
+        if all(have.get(k) == json.dumps(v) for k, v in (labels or {}).items()):
+            total += float(value)
+    return total

@@ -1,0 +1,252 @@
+"""The webhook through the real kube-apiserver: pods that ask for datasets are stored with the runtime
+config injected, or refused with a reason; other pods never reach it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from kubectl_fluid.api import names
+from tests.e2e.fluid import ControllerProcess, WebhookProcess, kubectl_binary
+from tests.e2e.test_controller import Fluid, dataset, runtime
+from tests.e2e.wait import as_json, eventually
+
+SH = "/etc/fluid/config/{}/runtime.sh"
+
+
+@pytest.fixture
+def fl(
+    k8s: client.ApiClient, namespace: str, controller: ControllerProcess, webhook: WebhookProcess
+) -> Fluid:
+    return Fluid(k8s, namespace)
+
+
+def ready_dataset(fl: Fluid, name: str) -> None:
+    fl.create(dataset(name))
+    fl.create(runtime(name))
+    eventually(lambda: fl.bound(name), f"Dataset {name} Bound", timeout=30)
+
+
+def pod(
+    name: str | None = None, datasets: str | None = "ds1", inject: bool = True, **extra: Any
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"labels": {names.LABEL_INJECT: "true"} if inject else {}}
+    if name:
+        meta["name"] = name
+    else:
+        meta["generateName"] = "gen-"
+    if datasets is not None:
+        meta["annotations"] = {names.ANNOTATION_DATASET: datasets}
+    spec = {
+        "containers": [
+            {"name": "app", "image": "registry.k8s.io/pause:3.10"},
+            {"name": "side", "image": "x"},
+        ],
+        "initContainers": [{"name": "init", "image": "x"}, {"name": "fluid-fuse-0", "image": "x"}],
+        **extra,
+    }
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
+def denial(e: client.ApiException) -> str:
+    """The API server's message for a refused request (the webhook's words are inside it)."""
+    return str(json.loads(e.body)["message"])
+
+
+def create(fl: Fluid, body: dict[str, Any]) -> dict[str, Any]:
+    created = as_json(fl.core.create_namespaced_pod(fl.ns, body))
+    stored: dict[str, Any] = as_json(fl.core.read_namespaced_pod(created["metadata"]["name"], fl.ns))
+    return stored
+
+
+def injected(p: dict[str, Any]) -> list[str]:
+    return sorted(
+        v["configMap"]["name"].removeprefix(names.RUNTIME_CONFIG_PREFIX)
+        for v in p["spec"].get("volumes", [])
+        if (v.get("configMap") or {}).get("name", "").startswith(names.RUNTIME_CONFIG_PREFIX)
+    )
+
+
+def assert_injected(p: dict[str, Any], datasets: list[str]) -> None:
+    assert injected(p) == datasets
+    assert p["metadata"]["labels"][names.LABEL_INJECT_DONE] == "true"
+    for c in p["spec"]["containers"] + p["spec"]["initContainers"]:
+        mounts = {
+            m["mountPath"]: m
+            for m in c.get("volumeMounts", [])
+            if m["name"].startswith(names.RUNTIME_CONFIG_PREFIX)
+        }
+        env = {e["name"]: e.get("value") for e in c.get("env", [])}
+        if c["name"].startswith(names.FUSE_CONTAINER_PREFIX):
+            assert not mounts, c["name"]
+            continue
+        assert sorted(mounts) == [f"/etc/fluid/config/{ds}/" for ds in datasets], c["name"]
+        assert all(m["readOnly"] for m in mounts.values())
+        for ds in datasets:
+            for env_name in names.runtime_config_env_names(ds):
+                assert env[env_name] == SH.format(ds), (c["name"], env_name)
+
+
+def test_a_labelled_pod_is_stored_with_its_runtime_config(fl: Fluid) -> None:
+    ready_dataset(fl, "ds1")
+    ready_dataset(fl, "ds-2")
+    stored = create(fl, pod("p1", datasets="ds1, ds-2"))
+    assert_injected(stored, ["ds-2", "ds1"])
+    # ds-2 is not a shell name: the shell-safe variable is there too.
+    env = {e["name"] for e in stored["spec"]["containers"][0]["env"]}
+    assert {"FLUID_RUNTIME_CONFIG_PATH_ds-2", "FLUID_RUNTIME_CONFIG_PATH_DS_2"} <= env
+
+    # generateName only, duplicates, spaces and the fluid.io/datasets alias.
+    body = pod(datasets=None)
+    body["metadata"]["annotations"] = {names.ANNOTATION_DATASETS: " ds1 ,ds1,, ds-2 "}
+    assert_injected(create(fl, body), ["ds-2", "ds1"])
+
+
+def test_pods_of_a_deployment_are_injected(fl: Fluid) -> None:
+    ready_dataset(fl, "ds1")
+    template = pod("unused", datasets="ds1")
+    del template["metadata"]["name"]
+    fl.apps.create_namespaced_deployment(
+        fl.ns,
+        {
+            "metadata": {"name": "app"},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "x"}},
+                "template": {
+                    "metadata": {
+                        **template["metadata"],
+                        "labels": {**template["metadata"]["labels"], "app": "x"},
+                    },
+                    "spec": template["spec"],
+                },
+            },
+        },
+    )
+
+    def two_pods() -> list[dict[str, Any]]:
+        # The namespace also holds the cache's own pods (the StatefulSets of ds1).
+        listed = fl.core.list_namespaced_pod(fl.ns, label_selector="app=x")
+        items: list[dict[str, Any]] = as_json(listed)["items"]
+        return items if len(items) == 2 else []
+
+    for p in eventually(two_pods, "the Deployment's 2 pods"):
+        assert_injected(p, ["ds1"])
+
+
+def test_a_second_pass_changes_nothing(fl: Fluid, webhook: WebhookProcess) -> None:
+    ready_dataset(fl, "ds1")
+    webhook.register(copies=2)  # two webhooks: every pod passes through us twice
+    try:
+        before = webhook.metric("fluid_webhook_admissions_total")
+        stored = create(fl, pod("twice", datasets="ds1"))
+        assert webhook.metric("fluid_webhook_admissions_total") >= before + 2
+        assert_injected(stored, ["ds1"])
+        assert len(stored["spec"]["volumes"]) == len({v["name"] for v in stored["spec"]["volumes"]})
+    finally:
+        webhook.register(copies=1)
+
+
+def test_refusals_say_what_is_missing(fl: Fluid) -> None:
+    with pytest.raises(client.ApiException) as e:
+        create(fl, pod("p", datasets="ds9"))
+    assert f'dataset "ds9" not found in namespace "{fl.ns}"' in denial(e.value)
+
+    fl.create(dataset("nort"))  # a Dataset without a runtime has no runtime config
+    with pytest.raises(client.ApiException) as e:
+        create(fl, pod("p", datasets="nort"))
+    assert 'runtime config for dataset "nort" is not ready' in denial(e.value)
+    assert "ConfigMap fluid-runtime-config-nort not found" in denial(e.value)
+
+    fl.create(dataset("nosh"))
+    fl.core.create_namespaced_config_map(
+        fl.ns,
+        {
+            "metadata": {
+                "name": names.runtime_config_configmap("nosh"),
+                "labels": {names.LABEL_APP_MANAGED_BY: names.MANAGED_BY},
+            },
+            "data": {"runtime.json": "{}"},
+        },
+    )
+    with pytest.raises(client.ApiException) as e:
+        create(fl, pod("p", datasets="nosh"))
+    assert "runtime.sh" in denial(e.value)
+
+    with pytest.raises(client.ApiException) as e:
+        create(fl, pod("p", datasets="other/ds1"))
+    assert fl.ns in denial(e.value)
+    assert not fl.core.list_namespaced_pod(fl.ns, label_selector=names.LABEL_INJECT).items
+
+
+def test_a_dataset_created_just_before_its_pod_is_found(fl: Fluid) -> None:
+    fl.create(dataset("fresh"))
+    fl.create(runtime("fresh"))
+    eventually(
+        lambda: fl.core.read_namespaced_config_map(names.runtime_config_configmap("fresh"), fl.ns),
+        "the ConfigMap",
+        timeout=30,
+    )
+    assert_injected(create(fl, pod("p", datasets="fresh")), ["fresh"])
+
+
+def test_unlabelled_pods_never_reach_the_webhook_and_a_label_without_dataset_warns(
+    fl: Fluid, webhook: WebhookProcess, kubeconfig: Path
+) -> None:
+    before = webhook.metric("fluid_webhook_admissions_total")
+    stored = create(fl, pod("plain", inject=False, datasets="ds1"))
+    assert webhook.metric("fluid_webhook_admissions_total") == before
+    assert injected(stored) == []
+
+    run = subprocess.run(
+        [kubectl_binary(), f"--kubeconfig={kubeconfig}", "-n", fl.ns, "create", "-f", "-"],
+        input=json.dumps(pod("nods", datasets=None)),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "Warning:" in run.stderr
+    assert names.ANNOTATION_DATASET in run.stderr
+    assert injected(as_json(fl.core.read_namespaced_pod("nods", fl.ns))) == []
+
+
+def test_bad_requests_get_400_and_the_server_keeps_serving(webhook: WebhookProcess) -> None:
+    path = names.WEBHOOK_MUTATE_PATH
+    assert webhook.request("POST", path, b"{not json")[0] == 400
+    assert webhook.request("POST", path, json.dumps({"kind": "AdmissionReview"}).encode())[0] == 400
+    assert webhook.request("POST", path, b"x" * (5 * 1024 * 1024))[0] == 400
+    assert webhook.get("/healthz")[0] == 200
+    review = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u-1",
+            "namespace": "default",
+            "operation": "CREATE",
+            "object": pod("p", inject=False, datasets=None),
+        },
+    }
+    status, body = webhook.request("POST", path, json.dumps(review).encode())
+    assert status == 200
+    assert json.loads(body)["response"] == {"uid": "u-1", "allowed": True}
+
+
+def test_with_the_webhook_down_labelled_pods_are_refused_and_others_created(
+    fl: Fluid, webhook: WebhookProcess
+) -> None:
+    ready_dataset(fl, "ds1")
+    webhook.stop()
+    try:
+        with pytest.raises(client.ApiException) as e:
+            create(fl, pod("refused", datasets="ds1"))
+        assert "failed calling webhook" in denial(e.value)
+        assert injected(create(fl, pod("unlabelled", inject=False))) == []
+    finally:
+        webhook.start()
+        webhook.wait_ready()
+    assert_injected(create(fl, pod("back", datasets="ds1")), ["ds1"])
