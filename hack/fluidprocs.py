@@ -1,18 +1,22 @@
 """The project's own processes on the local cluster (``make up``): CRDs, RBAC and the sample
-CacheRuntimeClasses applied from manifests/, then the controller as a local process that
-authenticates as its ServiceAccount, recorded beside the control plane so ``make down`` stops it.
+CacheRuntimeClasses applied from manifests/, then the controller and the webhook as local processes
+that authenticate as their ServiceAccounts, recorded beside the control plane so ``make down`` stops
+them.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import ssl
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from localcluster import REPO, Cluster, api, free_ports, log, start, wait_for
 
@@ -37,6 +41,7 @@ def install(cluster: Cluster) -> None:
     kubectl(cluster, "wait", "--for=condition=Established", "--timeout=60s", "-f", str(MANIFESTS / "crds"))
     kubectl(cluster, "apply", "-f", str(MANIFESTS / "namespace.yaml"))
     kubectl(cluster, "apply", "-f", str(MANIFESTS / "controller" / "rbac.yaml"))
+    kubectl(cluster, "apply", "-f", str(MANIFESTS / "webhook" / "rbac.yaml"))
     for sample in ("cacheruntimeclass-mooncake.yaml", "cacheruntimeclass-curvine.yaml"):
         kubectl(cluster, "apply", "-f", str(MANIFESTS / "samples" / sample))
 
@@ -71,8 +76,10 @@ def service_account_kubeconfig(cluster: Cluster, account: str) -> Path:
     return out
 
 
-def ready(port: int) -> bool:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=2) as r:
+def ready(port: int, ca: Path | None = None) -> bool:
+    scheme = "https" if ca else "http"
+    context = ssl.create_default_context(cafile=str(ca)) if ca else None
+    with urllib.request.urlopen(f"{scheme}://127.0.0.1:{port}/readyz", timeout=2, context=context) as r:
         return bool(r.status == 200)
 
 
@@ -102,3 +109,52 @@ def ensure_controller(cluster: Cluster) -> None:
         ],
     )
     wait_for("fluid-controller /readyz", lambda: ready(port), cluster, 30, ["fluid-controller"])
+
+
+def ensure_webhook(cluster: Cluster) -> None:
+    """fluid-webhook on 127.0.0.1 with a bootstrapped certificate, and the manifest's
+    MutatingWebhookConfiguration registered with ``url:`` to it (no Service routes here)."""
+    name = "fluid-webhook"
+    if any(p.name == name and p.alive() for p in cluster.procs):
+        return
+    cluster.procs = [p for p in cluster.procs if p.name != name]
+    kubeconfig = service_account_kubeconfig(cluster, "fluid-webhook")
+    port = free_ports([name])[name]
+    cluster.ports[name] = port
+    cert_dir = cluster.state_dir / "webhook-certs"
+    log(f"starting fluid-webhook (https://127.0.0.1:{port})")
+    start(
+        cluster,
+        name,
+        [
+            sys.executable,
+            "-m",
+            "webhook.main",
+            f"--kubeconfig={kubeconfig}",
+            "--host=127.0.0.1",
+            f"--port={port}",
+            f"--cert-dir={cert_dir}",
+            "--bootstrap-certs",
+            f"--namespace={NAMESPACE}",
+            "--ip-san=127.0.0.1",
+        ],
+    )
+    config = yaml.safe_load((MANIFESTS / "webhook" / "mutatingwebhookconfiguration.yaml").read_text())
+    for hook in config["webhooks"]:
+        path = hook["clientConfig"]["service"]["path"]
+        hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}"}
+    wait_for("fluid-webhook certificates", (cert_dir / "ca.crt").exists, cluster, 30, [name])
+    apply_json(cluster, config)
+    wait_for("fluid-webhook /readyz", lambda: ready(port, cert_dir / "ca.crt"), cluster, 30, [name])
+
+
+def apply_json(cluster: Cluster, obj: dict[str, Any]) -> None:
+    run = subprocess.run(
+        [str(Path(cluster.bin_dir) / "kubectl"), f"--kubeconfig={cluster.kubeconfig}", "apply", "-f", "-"],
+        input=json.dumps(obj),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if run.returncode != 0:
+        raise SystemExit(f"error: kubectl apply: {run.stderr.strip()}")

@@ -668,6 +668,7 @@ def main(argv: list[str] | None = None) -> int:
                 import fluidprocs
 
                 fluidprocs.ensure_controller(cluster)
+                fluidprocs.ensure_webhook(cluster)
         else:
             down(state_dir)
     return 0
