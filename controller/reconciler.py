@@ -343,7 +343,12 @@ class Reconciler:
 
     async def _cleanup_orphan_pv(self, namespace: str, name: str) -> None:
         pv = self.caches.pvs.get(None, names.dataset_pv(namespace, name))
-        if pv is not None and _is_dataset_pv(pv, namespace, name):
+        # Already terminating (pv-protection holds it while bound): deleting again is a wasted write.
+        if (
+            pv is not None
+            and not pv["metadata"].get("deletionTimestamp")
+            and _is_dataset_pv(pv, namespace, name)
+        ):
             await self._delete(resources.PERSISTENT_VOLUMES, pv)
 
     # ------------------------------------------------------------------ deletion
@@ -406,6 +411,7 @@ class Reconciler:
         except http.ApiError as e:
             if e.code != 404:
                 raise
+            return Result()  # already gone: an earlier pass released it
         metrics.WRITES.labels("patch", "datasets").inc()
         log.info("released dataset", extra={"namespace": namespace, "dataset": name})
         return Result()

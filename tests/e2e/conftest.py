@@ -20,6 +20,7 @@ from kubernetes import client, config
 
 import localcluster
 from tests.e2e.fluid import (
+    E2E_NAMESPACE_LABEL,
     MANIFESTS,
     ControllerProcess,
     WebhookProcess,
@@ -28,8 +29,6 @@ from tests.e2e.fluid import (
     service_account_kubeconfig,
 )
 from tests.e2e.wait import eventually
-
-E2E_NAMESPACE_LABEL = "kubectl-fluid.test/e2e"
 
 
 @pytest.fixture(scope="session")

@@ -26,6 +26,8 @@ from tests.e2e.wait import eventually
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO / "manifests"
+# Every test namespace carries it: the steady-state test waits for the others to be gone.
+E2E_NAMESPACE_LABEL = "kubectl-fluid.test/e2e"
 
 
 def kubectl_binary() -> str:

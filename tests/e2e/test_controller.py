@@ -16,7 +16,7 @@ from kubectl_fluid.api.cacheruntime import CacheRuntime
 from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass
 from kubectl_fluid.api.dataset import Dataset
 from kubectl_fluid.runtimeconfig import build_runtime_config, render_json, render_sh
-from tests.e2e.fluid import ControllerProcess, lease_holder, wait_until_gone
+from tests.e2e.fluid import E2E_NAMESPACE_LABEL, ControllerProcess, lease_holder, wait_until_gone
 from tests.e2e.wait import as_json, eventually
 
 GROUP, VERSION = names.GROUP, names.VERSION
@@ -179,7 +179,7 @@ def test_an_option_change_reaches_the_configmap_and_a_steady_cluster_sees_no_wri
     assert fl.configmap("ds2")["data"][names.RUNTIME_JSON_KEY] == fl.expected_config("ds2")[0]
 
     # Let this update and earlier tests' namespace deletions settle, then watch 30 s of nothing.
-    quiet(controller)
+    quiet(fl, controller)
     before = snapshot(fl, "ds2")
     writes = controller.metric("fluid_controller_api_writes_total")
     time.sleep(30)
@@ -187,8 +187,15 @@ def test_an_option_change_reaches_the_configmap_and_a_steady_cluster_sees_no_wri
     assert controller.metric("fluid_controller_api_writes_total") == writes
 
 
-def quiet(controller: ControllerProcess, still: float = 5.0) -> None:
-    """Until the controller has written nothing for ``still`` seconds."""
+def quiet(fl: Fluid, controller: ControllerProcess, still: float = 5.0) -> None:
+    """Until earlier tests' namespaces are gone (their teardown makes the controller write) and then
+    the controller has written nothing for ``still`` seconds."""
+
+    def others_gone() -> bool:
+        selector = f"{E2E_NAMESPACE_LABEL}=true"
+        return all(n.metadata.name == fl.ns for n in fl.core.list_namespace(label_selector=selector).items)
+
+    eventually(others_gone, "earlier test namespaces deleted", timeout=120)
     last, since = controller.metric("fluid_controller_api_writes_total"), time.monotonic()
     deadline = since + 90
     while time.monotonic() - since < still:
