@@ -11,13 +11,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.bench import bench_api, bench_cluster, bench_controller
+from tests.bench import bench_api, bench_cluster, bench_controller, bench_webhook
 from tests.bench.report import Report
 
 
 def run_all(report: Report, kubeconfig: Path, workdir: Path) -> None:
     bench_api.run(report, kubeconfig)
     bench_controller.run(report, kubeconfig, workdir)
+    bench_webhook.run(report, kubeconfig, workdir)
 
 
 def main() -> int:

@@ -1,0 +1,216 @@
+"""The webhook's figures beside the Go baseline of shared/bench, in one run on one machine:
+
+- direct HTTPS admission load (keep-alive, 8 connections) with the realistic review.json, at 300 req/s
+  and saturated: p50/p99 and requests/s, for fluid-webhook and for the minimal Go webhook;
+- pod-create latency through the API server with and without the injection label (same run);
+- the webhook's RSS, and API requests per admission (its cache-miss counter over the load).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config
+
+from kubectl_fluid.api import names
+from tests.bench.bench_controller import rss_mb
+from tests.bench.report import Report, percentile
+from tests.e2e.fluid import (
+    REPO,
+    ControllerProcess,
+    WebhookProcess,
+    free_port,
+    install,
+    kubectl,
+    service_account_kubeconfig,
+)
+from tests.e2e.wait import eventually
+
+SHARED_BENCH = Path(os.environ.get("SHARED_BENCH", REPO.parent / "shared" / "bench"))
+CACHE = Path(os.environ.get("KUBECTL_FLUID_CACHE", Path.home() / ".cache" / "kubectl-fluid")) / "bench"
+LOAD_SECONDS = "10s"
+PODS = 100
+
+
+def go_tool(name: str) -> Path:
+    """Build shared/bench/{name} once into the cache (outside the repo)."""
+    out = CACHE / name
+    if not out.exists():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "GOFLAGS": "-buildvcs=false", "CGO_ENABLED": "0"}
+        subprocess.run(["go", "build", "-o", str(out), "."], cwd=SHARED_BENCH / name, env=env, check=True)
+    return out
+
+
+def admload(url: str, rate: int) -> dict[str, float]:
+    run = subprocess.run(
+        [str(go_tool("admload")), "-url", url, "-body", str(SHARED_BENCH / "review.json"), "-rate", str(rate),
+         "-d", LOAD_SECONDS, "-c", "8"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    line = run.stdout.strip().splitlines()[-1]
+    figures = {k: float(v.rstrip("ms")) for k, v in re.findall(r"(\w+)=([\d.]+)(?:ms)?", line)}
+    if figures.get("errors", 0):
+        raise RuntimeError(f"admission load saw errors: {line}")
+    return figures
+
+
+def run(report: Report, kubeconfig: Path, workdir: Path) -> None:
+    if shutil.which("go") is None or not (SHARED_BENCH / "review.json").exists():
+        print(f"[bench] webhook figures skipped: needs Go and {SHARED_BENCH} (set SHARED_BENCH)")
+        return
+    install(kubeconfig)
+    kubectl(
+        kubeconfig, "apply", "-f", str(REPO / "manifests" / "samples" / "cacheruntimeclass-mooncake.yaml")
+    )
+    k8s = config.new_client_from_config(config_file=str(kubeconfig))
+    core = client.CoreV1Api(k8s)
+    custom = client.CustomObjectsApi(k8s)
+    ns = "team-a"  # review.json's namespace
+    bench_ns = f"bench-pods-{secrets.token_hex(3)}"
+    ensure_namespaces(core, [ns, bench_ns])
+
+    controller = ControllerProcess(
+        service_account_kubeconfig(kubeconfig, core, workdir / "c.kubeconfig"), workdir, "bench-wh"
+    )
+    webhook = WebhookProcess(
+        service_account_kubeconfig(kubeconfig, core, workdir / "w.kubeconfig", account="fluid-webhook"),
+        kubeconfig,
+        workdir,
+    )
+    go: subprocess.Popen[bytes] | None = None
+    try:
+        controller.start()
+        controller.wait_ready(60)
+        ready_datasets(core, custom, [ns, bench_ns])
+        webhook.start()
+        webhook.register()
+        webhook.wait_ready(60)
+        admission = client.AdmissionregistrationV1Api(k8s)
+        eventually(lambda: webhook.ca_bundle_patched(admission), "caBundle patched")
+
+        url = f"{webhook.url}{names.WEBHOOK_MUTATE_PATH}"
+        admload(url, 300)  # warm-up: connections, caches, code paths
+        api_before = webhook.metric("fluid_webhook_api_requests_total")
+        adm_before = webhook.metric("fluid_webhook_admissions_total")
+        ours_fixed, ours_max = admload(url, 300), admload(url, 0)
+        admissions = webhook.metric("fluid_webhook_admissions_total") - adm_before
+        api_requests = webhook.metric("fluid_webhook_api_requests_total") - api_before
+        assert webhook.proc is not None
+        rss = rss_mb(webhook.proc.pid)
+
+        go, go_url = start_go_webhook()
+        admload(go_url, 300)
+        go_fixed, go_max = admload(go_url, 300), admload(go_url, 0)
+        go_rss = rss_mb(go.pid)
+
+        report_load(report, (ours_fixed, ours_max, rss), (go_fixed, go_max, go_rss))
+        report.add("API requests per admission", api_requests / max(admissions, 1), "req")
+
+        with_label, without = pod_create_latency(core, bench_ns)
+        report.add("pod create p50 with injection", with_label, "ms", "same pod unlabelled", without)
+        report.add("of which: webhook overhead p50", with_label - without, "ms")
+    finally:
+        if go is not None:
+            go.kill()
+            go.wait()
+        webhook.stop()
+        client.AdmissionregistrationV1Api(k8s).delete_mutating_webhook_configuration(webhook.config_name)
+        controller.stop()
+        core.delete_namespace(bench_ns)
+
+
+Load = tuple[dict[str, float], dict[str, float], float]  # at 300 req/s, saturated, RSS
+
+
+def report_load(report: Report, ours: Load, go: Load) -> None:
+    for key in ("p50", "p99"):
+        report.add(f"admission {key} at 300 req/s", ours[0][key], "ms", "Go webhook", go[0][key])
+    report.add("admission p99 saturated", ours[1]["p99"], "ms", "Go webhook", go[1]["p99"])
+    report.add("admissions per second saturated", ours[1]["rps"], "req/s", "Go webhook", go[1]["rps"])
+    report.add("webhook RSS after load", ours[2], "MB", "Go webhook", go[2])
+
+
+def ensure_namespaces(core: client.CoreV1Api, namespaces: list[str]) -> None:
+    for n in namespaces:
+        if not core.list_namespace(field_selector=f"metadata.name={n}").items:
+            core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=n)))
+        eventually(partial(core.read_namespaced_service_account, "default", n), f"ServiceAccount {n}/default")
+
+
+def ready_datasets(core: client.CoreV1Api, custom: client.CustomObjectsApi, namespaces: list[str]) -> None:
+    """ds1 and ds2, bound by the controller, in each namespace."""
+    for target in namespaces:
+        for ds in ("ds1", "ds2"):
+            dataset(custom, target, ds)
+    for target in namespaces:
+        for ds in ("ds1", "ds2"):
+            cm = names.runtime_config_configmap(ds)
+
+            def exists(cm: str = cm, target: str = target) -> Any:
+                return core.read_namespaced_config_map(cm, target)
+
+            eventually(exists, f"runtime config of {target}/{ds}")
+
+
+def start_go_webhook() -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    go = subprocess.Popen(
+        [str(go_tool("gowebhook")), "-addr", f"127.0.0.1:{port}"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"https://127.0.0.1:{port}{names.WEBHOOK_MUTATE_PATH}"
+    eventually(lambda: _answers(url), "the Go webhook", timeout=20)
+    return go, url
+
+
+def _answers(url: str) -> bool:
+    import ssl
+    import urllib.request
+
+    ctx = ssl._create_unverified_context()
+    body = (SHARED_BENCH / "review.json").read_bytes()
+    req = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, context=ctx, timeout=2) as r:
+        return bool(r.status == 200)
+
+
+def dataset(custom: client.CustomObjectsApi, namespace: str, name: str) -> None:
+    g, v = names.GROUP, names.VERSION
+    ds = {"apiVersion": names.API_VERSION, "kind": "Dataset", "metadata": {"name": name},
+          "spec": {"mounts": [{"name": "m", "mountPoint": "s3://bucket/x"}]}}  # fmt: skip
+    rt = {"apiVersion": names.API_VERSION, "kind": "CacheRuntime", "metadata": {"name": name},
+          "spec": {"runtimeClassName": "mooncake", "client": {"disabled": True}}}  # fmt: skip
+    for plural, body in (("datasets", ds), ("cacheruntimes", rt)):
+        try:
+            custom.create_namespaced_custom_object(g, v, namespace, plural, body)
+        except client.ApiException as e:
+            if e.status != 409:
+                raise
+
+
+def pod_create_latency(core: client.CoreV1Api, namespace: str) -> tuple[float, float]:
+    """p50 ms of creating a pod, labelled for injection or not, alternating so both see the same load."""
+    times: dict[bool, list[float]] = {True: [], False: []}
+    for i in range(PODS):
+        for labelled in (True, False):
+            meta: dict[str, Any] = {
+                "name": f"p{i}-{int(labelled)}",
+                "annotations": {names.ANNOTATION_DATASET: "ds1,ds2"},
+            }
+            if labelled:
+                meta["labels"] = {names.LABEL_INJECT: "true"}
+            body: Any = {"metadata": meta, "spec": {"containers": [{"name": "app", "image": "x"}]}}
+            t0 = time.perf_counter()
+            core.create_namespaced_pod(namespace, body)
+            times[labelled].append((time.perf_counter() - t0) * 1000)
+    return percentile(times[True], 50), percentile(times[False], 50)
