@@ -93,8 +93,21 @@ class Controller:
         def own(_: EventType, obj: dict[str, Any]) -> None:
             self.queue.add((obj["metadata"]["namespace"], obj["metadata"]["name"]))
 
-        def child(_: EventType, obj: dict[str, Any]) -> None:
-            for ref in obj["metadata"].get("ownerReferences", []):
+        seen_generation: dict[tuple[str, str, str], int] = {}
+
+        def child(event: EventType, obj: dict[str, Any]) -> None:
+            meta = obj["metadata"]
+            key = (obj.get("kind", ""), meta.get("namespace", ""), meta["name"])
+            if event == "DELETED":
+                seen_generation.pop(key, None)
+            elif "generation" in meta:
+                # A workload's status moves with every pod; only a spec change (a new generation)
+                # can take it away from what we want. Skipping the rest keeps 1000 pods starting
+                # from becoming 1000 reconciles.
+                if event == "MODIFIED" and seen_generation.get(key) == meta["generation"]:
+                    return
+                seen_generation[key] = meta["generation"]
+            for ref in meta.get("ownerReferences", []):
                 if ref.get("kind") == CACHERUNTIMES.kind and ref.get("apiVersion") == names.API_VERSION:
                     self.queue.add((obj["metadata"]["namespace"], ref["name"]))
 

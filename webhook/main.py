@@ -22,7 +22,7 @@ from webhook import certs
 from webhook.admission import Admission
 from webhook.cabundle import keep_ca_bundle_patched
 from webhook.cache import ClusterLookup
-from webhook.certsecret import ensure_secret
+from webhook.certsecret import ensure_secret, keep_secret_fresh
 from webhook.plugins import PLUGINS
 from webhook.profile import DEFAULT_PROFILE, Profile, ProfileError, load_profile
 from webhook.server import App
@@ -89,9 +89,25 @@ async def run(args: argparse.Namespace) -> int:
         dns = [*certs.service_dns_names(args.service, args.namespace), *args.dns_san]
         bundle = await ensure_secret(api, args.namespace, args.cert_secret, dns, args.ip_san)
         certs.write_files(bundle, cert_dir)
-        background.append(
-            asyncio.create_task(keep_ca_bundle_patched(api, args.webhook_config, bundle.ca_cert))
-        )
+        current = [bundle]  # renewed below; the caBundle loop always patches the latest CA
+
+        def renewed(new: certs.CertBundle) -> None:
+            current[0] = new
+
+        background += [
+            asyncio.create_task(
+                keep_secret_fresh(
+                    api,
+                    args.namespace,
+                    args.cert_secret,
+                    dns,
+                    args.ip_san,
+                    cert_dir=cert_dir,
+                    on_change=renewed,
+                )
+            ),
+            asyncio.create_task(keep_ca_bundle_patched(api, args.webhook_config, lambda: current[0].ca_cert)),
+        ]
     lookup = ClusterLookup(api)
     background += [asyncio.create_task(c.run()) for c in lookup.caches()]
     app = App(Admission(lookup, profile).review, ready=lookup.synced)

@@ -148,7 +148,7 @@ class ControllerProcess:
 
     def get(self, path: str) -> tuple[int, str]:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=2) as r:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=10) as r:
                 return int(r.status), r.read().decode()
         except urllib.error.HTTPError as e:
             return int(e.code), e.read().decode()

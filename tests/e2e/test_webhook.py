@@ -139,9 +139,12 @@ def test_pods_of_a_deployment_are_injected(fl: Fluid) -> None:
         assert_injected(p, ["ds1"])
 
 
-def test_a_second_pass_changes_nothing(fl: Fluid, webhook: WebhookProcess) -> None:
+def test_a_second_pass_changes_nothing(fl: Fluid, webhook: WebhookProcess, k8s: client.ApiClient) -> None:
     ready_dataset(fl, "ds1")
     webhook.register(copies=2)  # two webhooks: every pod passes through us twice
+    admission = client.AdmissionregistrationV1Api(k8s)
+    # The new entry comes without a caBundle; the webhook's own loop patches it in.
+    eventually(lambda: webhook.ca_bundle_patched(admission), "caBundle on both webhooks", timeout=30)
     try:
         before = webhook.metric("fluid_webhook_admissions_total")
         stored = create(fl, pod("twice", datasets="ds1"))
