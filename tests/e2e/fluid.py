@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 MANIFESTS = REPO / "manifests"
 # Every test namespace carries it: the steady-state test waits for the others to be gone.
 E2E_NAMESPACE_LABEL = "kubectl-fluid.test/e2e"
+WEBHOOK_HOST = os.environ.get("E2E_WEBHOOK_HOST", "127.0.0.1")
 
 
 def kubectl_binary() -> str:
@@ -204,9 +205,11 @@ def wait_until_gone(read: Any, *args: Any, what: str, timeout: float = 60) -> No
 
 @dataclass
 class WebhookProcess:
-    """fluid-webhook as a local process serving HTTPS on 127.0.0.1, with its certificate bootstrapped
-    into a Secret and the MutatingWebhookConfiguration from manifests/ registered with
-    ``url: https://127.0.0.1:PORT/…`` instead of the in-cluster Service."""
+    """fluid-webhook as a local process serving HTTPS, with its certificate bootstrapped into a Secret
+    and the MutatingWebhookConfiguration from manifests/ registered with ``url: https://HOST:PORT/…``
+    instead of the in-cluster Service. HOST is 127.0.0.1 for the local control plane; for a cluster
+    whose API server runs elsewhere (kind: in a container) set ``E2E_WEBHOOK_HOST`` to an address of
+    this machine that the API server can reach (for kind on Linux, the docker bridge, 172.17.0.1)."""
 
     kubeconfig: Path
     admin: Path
@@ -222,7 +225,7 @@ class WebhookProcess:
 
     @property
     def url(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
+        return f"https://{WEBHOOK_HOST}:{self.port}"
 
     def start(self) -> None:
         self.port = self.port or free_port()
@@ -232,12 +235,12 @@ class WebhookProcess:
             "-m",
             "webhook.main",
             f"--kubeconfig={self.kubeconfig}",
-            "--host=127.0.0.1",
+            f"--host={WEBHOOK_HOST}",
             f"--port={self.port}",
             f"--cert-dir={cert_dir}",
             "--bootstrap-certs",
             f"--namespace={names.FLUID_NAMESPACE}",
-            "--ip-san=127.0.0.1",
+            f"--ip-san={WEBHOOK_HOST}",
             f"--webhook-config={self.config_name}",
         ]
         with open(self.log, "ab") as out:
