@@ -1,0 +1,106 @@
+"""The kernel's mount table and the mount operations the node service needs (bind, read-only
+remount, unmount), through util-linux's ``mount``/``umount`` with argv lists, never a shell."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+MOUNTINFO = Path("/proc/self/mountinfo")
+
+
+@dataclass(frozen=True)
+class MountInfo:
+    mount_id: int
+    parent_id: int
+    root: str
+    mount_point: str
+    options: tuple[str, ...]
+    fs_type: str
+    source: str
+
+
+def _unescape(field: str) -> str:
+    # The kernel writes space, tab, newline and backslash in paths as 3-digit octal escapes.
+    if "\\" not in field:
+        return field
+    out, i = [], 0
+    while i < len(field):
+        if field[i] == "\\" and i + 3 < len(field) and field[i + 1 : i + 4].isdigit():
+            out.append(chr(int(field[i + 1 : i + 4], 8)))
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return "".join(out)
+
+
+def parse_mountinfo(text: str) -> list[MountInfo]:
+    mounts = []
+    for line in text.splitlines():
+        if not line:
+            continue
+        left, _, right = line.partition(" - ")
+        fields, tail = left.split(" "), right.split(" ")
+        mounts.append(
+            MountInfo(
+                mount_id=int(fields[0]),
+                parent_id=int(fields[1]),
+                root=_unescape(fields[3]),
+                mount_point=_unescape(fields[4]),
+                options=tuple(fields[5].split(",")),
+                fs_type=tail[0],
+                source=_unescape(tail[1]) if len(tail) > 1 else "",
+            )
+        )
+    return mounts
+
+
+def mount_table() -> list[MountInfo]:
+    return parse_mountinfo(MOUNTINFO.read_text())
+
+
+def mounted_at(path: str | os.PathLike[str], table: list[MountInfo] | None = None) -> list[MountInfo]:
+    """Every mount whose mount point is ``path`` (bind mounts can stack), innermost last."""
+    target = os.path.realpath(path) if os.path.exists(path) else os.path.abspath(path)
+    return [
+        m for m in (table if table is not None else mount_table()) if m.mount_point in (str(path), target)
+    ]
+
+
+def is_broken(path: str | os.PathLike[str]) -> bool:
+    """A FUSE mount whose server died answers ENOTCONN (or EIO) to everything."""
+    try:
+        os.stat(path)
+    except OSError as e:
+        return e.errno in (errno.ENOTCONN, errno.EIO)
+    return False
+
+
+class MountError(Exception):
+    pass
+
+
+def _run(argv: list[str]) -> None:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise MountError(f"{' '.join(argv)}: {done.stderr.strip() or f'exit {done.returncode}'}")
+
+
+def bind(source: str | os.PathLike[str], target: str | os.PathLike[str], readonly: bool = False) -> None:
+    """Bind ``source`` at ``target``; read-only needs a second, remounting call (a kernel rule)."""
+    _run(["mount", "--bind", str(source), str(target)])
+    if readonly:
+        try:
+            _run(["mount", "-o", "remount,bind,ro", str(target)])
+        except MountError:
+            unmount(target)
+            raise
+
+
+def unmount(target: str | os.PathLike[str], lazy: bool = False) -> None:
+    """Unmount ``target``; ``lazy`` detaches a broken (ENOTCONN) or busy mount from the tree."""
+    _run(["umount", *(["-l"] if lazy else []), str(target)])
