@@ -1,0 +1,421 @@
+"""The ``curvine-fuse`` stand-in: a real FUSE mount per test (root and /dev/fuse needed), its flags,
+its process contract (``ready`` line, SIGTERM → clean unmount, ``kill -9`` → stale mount that a lazy
+unmount clears) and the passthrough operations pods rely on."""
+
+from __future__ import annotations
+
+import errno
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from csi import fusestandin
+from kubectl_fluid.api import names
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not os.path.exists("/dev/fuse"), reason="real FUSE mounts need root and /dev/fuse"
+)
+
+REPO = Path(__file__).resolve().parents[2]
+START_TIMEOUT = 5.0
+STOP_TIMEOUT = 5.0
+NOBODY = 65534
+
+
+@dataclass
+class Standin:
+    proc: subprocess.Popen[str]
+    mnt: Path
+    backing: Path
+
+    def wait_ready(self) -> None:
+        """Wait for the ``ready`` line; the mount must then be in the mount table."""
+        sel = selectors.DefaultSelector()
+        assert self.proc.stdout is not None
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        try:
+            if not sel.select(START_TIMEOUT):
+                pytest.fail(f"no ready line within {START_TIMEOUT}s")
+            line = self.proc.stdout.readline()
+        finally:
+            sel.close()
+        if line != "ready\n":
+            self.proc.wait(STOP_TIMEOUT)
+            pytest.fail(f"expected 'ready', got {line!r}; stderr: {self.stderr()}")
+        assert str(self.mnt) in fusestandin.mount_points()
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        self.proc.send_signal(sig)
+        return self.proc.wait(STOP_TIMEOUT)
+
+    def stderr(self) -> str:
+        assert self.proc.stderr is not None
+        return self.proc.stderr.read() if self.proc.poll() is not None else "(still running)"
+
+
+class Standins:
+    """Starts stand-ins and guarantees, whatever the test did, that none outlives it and no mount
+    is left behind (a leaked FUSE mount would break every later run under /tmp)."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+        self.data = tmp_path / "data"
+        self.started: list[Standin] = []
+        self.mount_dirs: list[Path] = []
+        self.remove_after: list[Path] = []
+
+    def world_reachable_dir(self) -> Path:
+        """A mount point other users can reach (pytest's tmp dirs are private to root)."""
+        path = Path(tempfile.mkdtemp(prefix="fusestandin-", dir="/tmp"))
+        path.chmod(0o755)
+        self.remove_after.append(path)
+        return path
+
+    def command(self, master_addrs: str, fs_path: str, mnt: Path, extra: Sequence[str] = ()) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "csi.fusestandin",
+            "--master-addrs",
+            master_addrs,
+            "--fs-path",
+            fs_path,
+            "--mnt-path",
+            str(mnt),
+            *extra,
+        ]
+
+    def env(self) -> dict[str, str]:
+        return {**os.environ, fusestandin.DATA_ROOT_ENV: str(self.data)}
+
+    def start(
+        self,
+        master_addrs: str = "10.0.0.1:8995",
+        fs_path: str = "/",
+        mnt: Path | None = None,
+        extra: Sequence[str] = (),
+        wait: bool = True,
+    ) -> Standin:
+        mnt = mnt or self.tmp_path / f"mnt{len(self.mount_dirs)}"
+        mnt.mkdir(exist_ok=True)
+        self.mount_dirs.append(mnt)
+        proc = subprocess.Popen(
+            self.command(master_addrs, fs_path, mnt, extra),
+            cwd=REPO,
+            env=self.env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        backing = self.data / names.cluster_id(master_addrs) / fs_path.lstrip("/")
+        standin = Standin(proc, mnt, backing)
+        self.started.append(standin)
+        if wait:
+            standin.wait_ready()
+        return standin
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """Run the stand-in to completion (for invocations that must fail at once)."""
+        return subprocess.run(
+            [sys.executable, "-m", "csi.fusestandin", *args],
+            cwd=REPO,
+            env=self.env(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=STOP_TIMEOUT,
+            check=False,
+        )
+
+    def cleanup(self) -> None:
+        for standin in self.started:
+            if standin.proc.poll() is None:
+                standin.proc.terminate()
+                try:
+                    standin.proc.wait(STOP_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    standin.proc.kill()
+                    standin.proc.wait()
+            for pipe in (standin.proc.stdout, standin.proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+        # Mounts stack, so a path can be listed more than once; a bounded loop still never hangs.
+        leaked = []
+        for mnt in self.mount_dirs:
+            for _ in range(5):
+                if str(mnt) not in fusestandin.mount_points():
+                    break
+                subprocess.run(["umount", "-l", str(mnt)], check=False)
+            else:
+                leaked.append(mnt)
+        for path in self.remove_after:
+            path.rmdir()
+        assert not leaked, f"could not unmount {leaked}"
+
+
+@pytest.fixture
+def standins(tmp_path: Path) -> Iterator[Standins]:
+    manager = Standins(tmp_path)
+    try:
+        yield manager
+    finally:
+        manager.cleanup()
+
+
+# --- through the mount ----------------------------------------------------------------------------
+
+
+def test_writes_through_the_mount_land_in_the_backing_dir_and_back(standins: Standins) -> None:
+    s = standins.start(master_addrs="10.0.0.1:8995,10.0.0.2:8995")
+    assert s.backing == standins.data / names.cluster_id("10.0.0.1:8995,10.0.0.2:8995")
+
+    (s.mnt / "through-mount.txt").write_text("from the pod\n")
+    assert (s.backing / "through-mount.txt").read_text() == "from the pod\n"
+
+    (s.backing / "through-backing.txt").write_bytes(b"\x00cache\xff" * 1000)
+    assert (s.mnt / "through-backing.txt").read_bytes() == b"\x00cache\xff" * 1000
+    # Zero cache timeouts by default: a change made behind the mount's back shows at once.
+    (s.backing / "through-backing.txt").write_text("changed")
+    assert (s.mnt / "through-backing.txt").read_text() == "changed"
+
+    with open(s.mnt / "through-mount.txt", "a") as f:
+        f.write("appended\n")
+        f.flush()
+        os.fsync(f.fileno())
+    assert (s.backing / "through-mount.txt").read_text() == "from the pod\nappended\n"
+    assert sorted(os.listdir(s.mnt)) == ["through-backing.txt", "through-mount.txt"]
+
+    line = next(ln for ln in Path("/proc/self/mountinfo").read_text().splitlines() if f" {s.mnt} " in ln)
+    assert (
+        f" - {fusestandin.FS_TYPE} curvine-standin-{names.cluster_id('10.0.0.1:8995,10.0.0.2:8995')} " in line
+    )
+    assert "allow_other" in line
+    assert "default_permissions" in line
+
+
+def test_namespace_and_attribute_operations(standins: Standins) -> None:
+    s = standins.start()
+    m = s.mnt
+    (m / "d" / "e").mkdir(parents=True)
+    (m / "d" / "e" / "f").write_text("0123456789")
+    os.rename(m / "d" / "e" / "f", m / "d" / "g")
+    assert (s.backing / "d" / "g").read_text() == "0123456789"
+    assert not (s.backing / "d" / "e" / "f").exists()
+
+    os.truncate(m / "d" / "g", 4)
+    assert (s.backing / "d" / "g").read_text() == "0123"
+    os.chmod(m / "d" / "g", 0o640)
+    assert (s.backing / "d" / "g").stat().st_mode & 0o777 == 0o640
+    os.utime(m / "d" / "g", ns=(1_000_000_000_123, 2_000_000_000_456))
+    st = os.stat(m / "d" / "g")
+    assert (st.st_atime_ns, st.st_mtime_ns) == (1_000_000_000_123, 2_000_000_000_456)
+    before = time.time_ns()
+    os.utime(m / "d" / "g")  # "now", sent by the kernel as a sentinel rather than a time
+    assert os.stat(s.backing / "d" / "g").st_mtime_ns >= before - 1_000_000_000
+
+    os.symlink("g", m / "d" / "link")
+    assert os.readlink(s.backing / "d" / "link") == "g"
+    assert (m / "d" / "link").read_text() == "0123"
+
+    os.rmdir(m / "d" / "e")
+    os.unlink(m / "d" / "link")
+    os.unlink(m / "d" / "g")
+    assert os.listdir(s.backing / "d") == []
+    with pytest.raises(FileNotFoundError):
+        os.rmdir(m / "missing")
+
+    vfs = os.statvfs(m)
+    assert vfs.f_blocks == os.statvfs(s.backing).f_blocks
+
+
+def test_non_root_users_get_kernel_permission_checks_and_own_what_they_create(
+    standins: Standins,
+) -> None:
+    s = standins.start(mnt=standins.world_reachable_dir())
+    (s.mnt / "shared").mkdir(mode=0o1777)
+    os.chmod(s.mnt / "shared", 0o1777)
+    (s.mnt / "secret").write_text("root only")
+    os.chmod(s.mnt / "secret", 0o600)
+    # /bin/sh, not this venv's python: that may live where nobody can execute it (under /root).
+    script = (
+        'cd "$1" || exit 9\n'
+        "echo x > shared/mine\n"
+        "mkdir shared/dir\n"
+        'for p in secret new-at-root; do (: >> "$p") 2>/dev/null || echo "denied $p"; done\n'
+    )
+    out = subprocess.run(
+        ["/bin/sh", "-c", script, "sh", str(s.mnt)],
+        user=NOBODY,
+        group=NOBODY,
+        extra_groups=[],
+        capture_output=True,
+        text=True,
+        timeout=STOP_TIMEOUT,
+        check=True,
+    )
+    assert out.stdout.split("\n") == ["denied secret", "denied new-at-root", ""]
+    for made in ("mine", "dir"):
+        st = (s.backing / "shared" / made).stat()
+        assert (st.st_uid, st.st_gid) == (NOBODY, NOBODY)
+
+
+def test_each_cluster_id_and_fs_path_serves_its_own_directory(standins: Standins) -> None:
+    a = standins.start(master_addrs="a.example:8995")
+    b = standins.start(master_addrs="b.example:8995")
+    assert a.backing != b.backing
+    (a.mnt / "only-in-a").write_text("a")
+    assert not (b.mnt / "only-in-a").exists()
+    assert os.listdir(b.backing) == []
+
+    # Same cluster, fs-path /sub/dir: the sub-tree of what the "/" mount sees.
+    (a.mnt / "sub" / "dir").mkdir(parents=True)
+    (a.mnt / "sub" / "dir" / "f").write_text("shared")
+    sub = standins.start(master_addrs="a.example:8995", fs_path="/sub/dir")
+    assert sub.backing == a.backing / "sub" / "dir"
+    assert (sub.mnt / "f").read_text() == "shared"
+
+
+def test_a_missing_fs_path_directory_is_created(standins: Standins) -> None:
+    s = standins.start(fs_path="/not/yet")
+    assert s.backing.is_dir()
+    assert os.listdir(s.mnt) == []
+
+
+# --- the process contract -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_unmounts_and_exits_zero(standins: Standins, sig: signal.Signals) -> None:
+    s = standins.start()
+    # A file still open (as in a pod that has not let go yet) does not keep the mount alive: libfuse
+    # detaches it, and the late close(2) is told the daemon is gone.
+    fd = os.open(s.mnt / "open-while-stopping", os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, b"x")
+    try:
+        assert s.stop(sig) == 0, s.stderr()
+        assert str(s.mnt) not in fusestandin.mount_points()
+    finally:
+        try:
+            os.close(fd)
+            close_errno = 0
+        except OSError as exc:
+            close_errno = exc.errno or 0
+    assert close_errno == errno.ENOTCONN
+    assert os.listdir(s.mnt) == []  # the bare mount point directory again
+    assert (s.backing / "open-while-stopping").read_text() == "x"
+
+
+@pytest.mark.parametrize("unmount", ["fusermount", "umount"])
+def test_kill_9_leaves_a_stale_mount_that_an_unmount_clears(standins: Standins, unmount: str) -> None:
+    s = standins.start()
+    assert s.stop(signal.SIGKILL) == -signal.SIGKILL
+    # The kernel keeps the mount with nobody serving it: every access fails with ENOTCONN.
+    assert str(s.mnt) in fusestandin.mount_points()
+    with pytest.raises(OSError, match="Transport endpoint is not connected") as exc:
+        os.stat(s.mnt)
+    assert exc.value.errno == errno.ENOTCONN
+
+    # A new stand-in refuses the stale mount point instead of clearing it behind its owner's back.
+    again = standins.run("--master-addrs", "10.0.0.1:8995", "--fs-path", "/", "--mnt-path", str(s.mnt))
+    assert again.returncode == fusestandin.EXIT_FAILED
+    assert "stale FUSE mount" in again.stderr
+    assert str(s.mnt) in fusestandin.mount_points()
+
+    # What the node service does before remounting.
+    if unmount == "fusermount":
+        binary = shutil.which("fusermount3") or shutil.which("fusermount")
+        assert binary, "fusermount3 missing (Debian package fuse3)"
+        subprocess.run([binary, "-u", str(s.mnt)], check=True)
+    else:
+        subprocess.run(["umount", "-l", str(s.mnt)], check=True)
+    assert str(s.mnt) not in fusestandin.mount_points()
+    assert os.path.isdir(s.mnt)
+    restarted = standins.start(mnt=s.mnt)
+    assert (restarted.mnt / "after-restart").write_text("ok") == 2
+
+
+def test_a_mount_point_in_use_is_refused(standins: Standins) -> None:
+    s = standins.start()
+    second = standins.run("--master-addrs", "10.0.0.9:8995", "--fs-path", "/", "--mnt-path", str(s.mnt))
+    assert second.returncode == fusestandin.EXIT_FAILED
+    assert "already mounted" in second.stderr
+    assert fusestandin.mount_points().count(str(s.mnt)) == 1
+    assert s.proc.poll() is None
+
+
+def test_every_tuning_flag_is_accepted(standins: Standins) -> None:
+    extra = [arg for key in names.FUSE_TUNING_PARAMS for arg in (f"--{key}", "1")]
+    s = standins.start(extra=extra)
+    (s.mnt / "f").write_text("tuned")  # direct-io 1 is on: reads and writes bypass the page cache
+    assert (s.backing / "f").read_text() == "tuned"
+    assert (s.mnt / "f").read_text() == "tuned"
+
+
+def test_an_unknown_flag_exits_2_without_mounting(standins: Standins, tmp_path: Path) -> None:
+    mnt = tmp_path / "never"
+    mnt.mkdir()
+    out = standins.run(
+        "--master-addrs", "h:1", "--fs-path", "/", "--mnt-path", str(mnt), "--auto-cache", "true"
+    )
+    assert out.returncode == fusestandin.EXIT_USAGE
+    assert "unrecognized arguments: --auto-cache true" in out.stderr
+    assert out.stdout == ""
+    assert str(mnt) not in fusestandin.mount_points()
+
+
+# --- command line, without FUSE -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--fs-path", "/", "--mnt-path", "/m"], "--master-addrs"),
+        (["--master-addrs", "h", "--fs-path", "/", "--mnt-path", "/m"], "is not host:port"),
+        (["--master-addrs", "h:1,:2", "--fs-path", "/", "--mnt-path", "/m"], "is not host:port"),
+        (["--master-addrs", "h:1", "--fs-path", "rel", "--mnt-path", "/m"], "is not absolute"),
+        (["--master-addrs", "h:1", "--fs-path", "/a/../b", "--mnt-path", "/m"], "contains '..'"),
+        (["--master-addrs", "h:1", "--fs-path", "/", "--mnt-path", "/m", "--attr-timeout", "-1"], ">= 0"),
+        (["--master-addrs", "h:1", "--fs-path", "/", "--mnt-path", "/m", "--direct-io", "maybe"], "true or"),
+        # No prefix matching: the real binary has none either.
+        (["--master-addrs", "h:1", "--fs-path", "/", "--mnt-path", "/m", "--entry", "1"], "unrecognized"),
+    ],
+)
+def test_bad_command_lines_are_usage_errors(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        fusestandin.parse_args(args)
+    assert exc.value.code == fusestandin.EXIT_USAGE
+    assert message in capsys.readouterr().err
+
+
+def test_parse_args_normalises_paths_and_keeps_tuning_values(tmp_path: Path) -> None:
+    opts = fusestandin.parse_args(
+        ["--master-addrs", "m:1", "--fs-path", "//a/./b/", "--mnt-path", "rel", "--io-threads", "32"]
+    )
+    assert opts.fs_path == "/a/b"
+    assert opts.mnt_path == os.path.abspath("rel")
+    assert opts.tuning == {"io-threads": "32"}
+    assert fusestandin.backing_dir(opts, str(tmp_path)) == f"{tmp_path}/{names.cluster_id('m:1')}/a/b"
+    root_opts = fusestandin.Options("m:1", "/", "/mnt")
+    assert fusestandin.backing_dir(root_opts, str(tmp_path)) == f"{tmp_path}/{names.cluster_id('m:1')}"
+
+
+def test_mount_points_decode_the_kernels_escapes(tmp_path: Path) -> None:
+    info = tmp_path / "mountinfo"
+    info.write_text(
+        "22 1 0:21 / / rw - ext4 /dev/sda rw\n"
+        "40 22 0:39 / /var/lib/with\\040space\\011tab rw - fuse.x src rw\n"
+    )
+    assert fusestandin.mount_points(str(info)) == ["/", "/var/lib/with space\ttab"]
