@@ -1,0 +1,194 @@
+"""Embedded mode: one FUSE process per mount key, a child of the node service, supervised.
+
+- ``start`` launches the FUSE binary (argv list) in a session of its own, so it survives a crash or
+  ``kill -9`` of the node service, and returns once the kernel shows the mount.
+- A FUSE process that dies without being asked to is restarted on a clean mount point and
+  ``on_restart(key)`` runs, so the node service re-binds the targets that pointed into the old mount.
+- ``adopt`` takes over a FUSE process a previous node service started (found through the state
+  file): it is watched by polling its pid, since it is not our child.
+- ``stop`` asks with SIGTERM (the FUSE process unmounts itself), then insists, and finally detaches a
+  mount that is still there, so neither a process nor a mount leaks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from csi import mounts
+
+log = logging.getLogger(__name__)
+
+START_TIMEOUT = 10.0
+STOP_TIMEOUT = 5.0
+
+
+class FuseError(Exception):
+    pass
+
+
+def is_fuse_mount(path: str) -> bool:
+    return any(m.fs_type.startswith("fuse") for m in mounts.mounted_at(path))
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie still answers signal 0; it is gone as far as serving a mount goes.
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@dataclass
+class FuseProcess:
+    key: str
+    argv: list[str]
+    mnt_path: str
+    pid: int
+    child: subprocess.Popen[bytes] | None = None
+    stopping: bool = False
+    restarts: int = 0
+    watcher: asyncio.Task[None] | None = field(default=None, repr=False)
+
+
+class FuseManager:
+    def __init__(self, on_restart: Callable[[str], None] | None = None, poll: float = 0.5) -> None:
+        self.processes: dict[str, FuseProcess] = {}
+        self.on_restart = on_restart
+        self.poll = poll  # how soon a dead FUSE is noticed
+        self.starts = 0  # FUSE launches, restarts included; tests and metrics read it
+
+    async def start(self, key: str, argv: list[str], mnt_path: str) -> int:
+        """Launch FUSE for ``key`` and wait for its mount; returns the pid."""
+        if key in self.processes:
+            return self.processes[key].pid
+        proc = FuseProcess(key, argv, mnt_path, pid=0)
+        await self._launch(proc)
+        self.processes[key] = proc
+        proc.watcher = asyncio.create_task(self._watch(proc))
+        return proc.pid
+
+    def adopt(self, key: str, argv: list[str], mnt_path: str, pid: int) -> bool:
+        """Take over a live FUSE process from an earlier node service; False if it is gone or its
+        mount is not serving (the caller then starts a fresh one)."""
+        if not pid_alive(pid) or not is_fuse_mount(mnt_path) or mounts.is_broken(mnt_path):
+            return False
+        proc = FuseProcess(key, argv, mnt_path, pid=pid)
+        self.processes[key] = proc
+        proc.watcher = asyncio.create_task(self._watch(proc))
+        log.info("adopted FUSE", extra={"mount_key": key, "pid": pid})
+        return True
+
+    async def stop(self, key: str) -> None:
+        proc = self.processes.pop(key, None)
+        if proc is None:
+            return
+        proc.stopping = True
+        if proc.watcher is not None:
+            proc.watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await proc.watcher
+        await _terminate(proc)
+        if mounts.mounted_at(proc.mnt_path):
+            # SIGKILLed, or unmounting failed: detach it so nothing of it stays in the tree.
+            with contextlib.suppress(mounts.MountError):
+                mounts.unmount(proc.mnt_path, lazy=True)
+        log.info("stopped FUSE", extra={"mount_key": key})
+
+    async def close(self) -> None:
+        """Stop watching without stopping FUSE (node service shutdown: mounts outlive it)."""
+        for proc in self.processes.values():
+            if proc.watcher is not None:
+                proc.watcher.cancel()
+        await asyncio.gather(
+            *(p.watcher for p in self.processes.values() if p.watcher), return_exceptions=True
+        )
+
+    async def _launch(self, proc: FuseProcess) -> None:
+        if mounts.mounted_at(proc.mnt_path):
+            # The remains of a dead FUSE (ENOTCONN): a new one cannot mount over them, and even
+            # creating the directory fails until they are detached.
+            with contextlib.suppress(mounts.MountError):
+                mounts.unmount(proc.mnt_path, lazy=True)
+        Path(proc.mnt_path).mkdir(parents=True, exist_ok=True)
+        # Popen, not an asyncio transport: closing the event loop kills a transport's process,
+        # and FUSE must outlive the node service.
+        with tempfile.TemporaryFile() as errlog:
+            child = subprocess.Popen(
+                proc.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=errlog,
+                start_new_session=True,
+            )
+            proc.child, proc.pid = child, child.pid
+            self.starts += 1
+            deadline = time.monotonic() + START_TIMEOUT
+            while not is_fuse_mount(proc.mnt_path):
+                if child.poll() is not None or time.monotonic() > deadline:
+                    if child.poll() is None:
+                        child.kill()
+                        child.wait()
+                    errlog.seek(0)
+                    err = errlog.read()[-500:].decode(errors="replace").strip()
+                    raise FuseError(
+                        f"FUSE for mount key {proc.key} did not mount {proc.mnt_path}"
+                        f" (exit {child.returncode}): {err}"
+                    )
+                await asyncio.sleep(0.02)
+        log.info("started FUSE", extra={"mount_key": proc.key, "pid": proc.pid, "mnt_path": proc.mnt_path})
+
+    async def _watch(self, proc: FuseProcess) -> None:
+        while True:
+            while (proc.child.poll() is None if proc.child else pid_alive(proc.pid)) and not mounts.is_broken(
+                proc.mnt_path
+            ):
+                await asyncio.sleep(self.poll)
+            if proc.stopping:
+                return
+            proc.restarts += 1
+            log.warning("FUSE died; remounting", extra={"mount_key": proc.key, "restarts": proc.restarts})
+            with contextlib.suppress(ProcessLookupError):
+                if proc.child is None:
+                    os.kill(proc.pid, signal.SIGKILL)
+            try:
+                await self._launch(proc)
+            except (FuseError, OSError) as e:
+                log.error("remounting mount key %s failed: %s; retrying", proc.key, e)
+                await asyncio.sleep(min(30.0, 0.5 * 2**proc.restarts))
+                continue
+            if self.on_restart is not None:
+                self.on_restart(proc.key)
+
+
+async def _terminate(proc: FuseProcess) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(proc.pid, signal.SIGTERM)
+
+    def alive() -> bool:
+        return proc.child.poll() is None if proc.child is not None else pid_alive(proc.pid)
+
+    deadline = time.monotonic() + STOP_TIMEOUT
+    while alive() and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    if alive():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGKILL)
+        while alive():
+            await asyncio.sleep(0.02)

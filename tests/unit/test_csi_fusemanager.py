@@ -1,0 +1,111 @@
+"""The embedded FUSE manager with the real stand-in: one process per key, a crash remounts and
+reports, adoption after a node-service restart, and stop leaves no process and no mount."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from csi import mounts
+from csi.fusemanager import FuseManager, is_fuse_mount, pid_alive
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not Path("/dev/fuse").exists(), reason="real FUSE mounts need root and /dev/fuse"
+)
+
+
+def argv(mnt: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "csi.fusestandin",
+        "--master-addrs",
+        "m:8995",
+        "--fs-path",
+        "/",
+        "--mnt-path",
+        str(mnt),
+    ]
+
+
+@pytest.fixture
+def data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    root = tmp_path / "data"
+    monkeypatch.setenv("CURVINE_STANDIN_DATA", str(root))
+    yield root
+    for m in mounts.mount_table():
+        if m.mount_point.startswith(str(tmp_path)):
+            mounts.unmount(m.mount_point, lazy=True)
+
+
+def test_start_crash_remount_and_stop(tmp_path: Path, data: Path) -> None:
+    restarted: list[str] = []
+    mnt = tmp_path / "k1" / "fuse-mount"
+
+    async def main() -> None:
+        fm = FuseManager(on_restart=restarted.append)
+        pid = await fm.start("k1", argv(mnt), str(mnt))
+        assert await fm.start("k1", argv(mnt), str(mnt)) == pid  # one process per key
+        (mnt / "hello").write_text("world")
+        os.kill(pid, signal.SIGKILL)
+        while not restarted:
+            await asyncio.sleep(0.05)
+        assert restarted == ["k1"]
+        assert fm.starts == 2
+        assert (mnt / "hello").read_text() == "world"  # remounted, same backing data
+        new_pid = fm.processes["k1"].pid
+        await fm.stop("k1")
+        assert not pid_alive(new_pid)
+        assert not mounts.mounted_at(mnt)
+
+    asyncio.run(main())
+
+
+def test_adopt_after_the_node_service_restarts(tmp_path: Path, data: Path) -> None:
+    mnt = tmp_path / "k2" / "fuse-mount"
+
+    async def first() -> int:
+        fm = FuseManager()
+        pid = await fm.start("k2", argv(mnt), str(mnt))
+        await fm.close()  # the node service goes; its FUSE stays
+        return pid
+
+    pid = asyncio.run(first())
+    assert pid_alive(pid)
+    assert is_fuse_mount(str(mnt))
+
+    async def second() -> None:
+        fm = FuseManager()
+        assert fm.adopt("k2", argv(mnt), str(mnt), pid)
+        assert fm.starts == 0
+        await fm.stop("k2")
+        assert not pid_alive(pid)
+
+    asyncio.run(second())
+    assert not mounts.mounted_at(mnt)
+
+
+def test_a_dead_mount_is_not_adopted(tmp_path: Path, data: Path) -> None:
+    mnt = tmp_path / "k3" / "fuse-mount"
+
+    async def main() -> None:
+        fm = FuseManager()
+        pid = await fm.start("k3", argv(mnt), str(mnt))
+        await fm.close()
+        os.kill(pid, signal.SIGKILL)
+        while pid_alive(pid):
+            await asyncio.sleep(0.02)
+        assert not FuseManager().adopt("k3", argv(mnt), str(mnt), pid)
+        # A fresh start clears the broken mount first.
+        fresh = FuseManager()
+        await fresh.start("k3", argv(mnt), str(mnt))
+        assert not mounts.is_broken(mnt)
+        await fresh.stop("k3")
+
+    asyncio.run(main())
