@@ -113,39 +113,61 @@ PARAM_MNT_PATH: Final = "mnt-path"  # legacy: accepted, ignored, mount paths are
 PARAM_CLUSTER_ID: Final = "cluster-id"
 PARAM_CURVINE_PATH: Final = "curvine-path"
 DEFAULT_FS_PATH: Final = "/"
+PathType = Literal["Directory", "DirectoryOrCreate"]
 PATH_TYPE_DIRECTORY: Final = "Directory"
 PATH_TYPE_DIRECTORY_OR_CREATE: Final = "DirectoryOrCreate"
-FUSE_TUNING_PARAMS: Final = (
+# FUSE tuning parameters, passed to curvine-fuse as ``--key value``, grouped by the shape of their
+# value (csi/tuning.py checks each group's shape).
+FUSE_COUNT_PARAMS: Final = (
     "io-threads",
     "worker-threads",
     "mnt-per-task",
-    "clone-fd",
     "fuse-channel-size",
     "stream-channel-size",
-    "direct-io",
-    "cache-readdir",
-    "entry-timeout",
-    "attr-timeout",
-    "negative-timeout",
-    "max-background",
-    "congestion-threshold",
     "node-cache-size",
-    "node-cache-timeout",
     "mnt-number",
 )
+FUSE_U16_PARAMS: Final = ("max-background", "congestion-threshold")
+FUSE_SWITCH_PARAMS: Final = ("clone-fd", "direct-io", "cache-readdir")
+FUSE_TIMEOUT_PARAMS: Final = ("entry-timeout", "attr-timeout", "negative-timeout")
+FUSE_DURATION_PARAMS: Final = ("node-cache-timeout",)
+FUSE_TUNING_PARAMS: Final = (
+    *FUSE_COUNT_PARAMS,
+    *FUSE_U16_PARAMS,
+    *FUSE_SWITCH_PARAMS,
+    *FUSE_TIMEOUT_PARAMS,
+    *FUSE_DURATION_PARAMS,
+)
+# Legacy: how old StorageClasses named the master before ``master-addrs``; no longer read.
+PARAM_MASTER_HOSTNAME: Final = "master-hostname"
+PARAM_MASTER_RPC_PORT: Final = "master-rpc-port"
 LEGACY_PARAMS: Final = (
     PARAM_MNT_PATH,
     "auto-cache",
     "kernel-cache",
-    "master-hostname",
-    "master-rpc-port",
+    PARAM_MASTER_HOSTNAME,
+    PARAM_MASTER_RPC_PORT,
     "master-web-port",
 )
+# Volume context keys the driver itself writes (CreateVolume) next to the parameters.
+PARAM_VOLUME_HANDLE: Final = "volume-handle"
+# Keys under these prefixes belong to Kubernetes, not to the StorageClass author: the provisioner
+# adds ``csi.storage.k8s.io/*`` (secrets, fstype, pvc/pv names) to parameters and kubelet adds them
+# to the publish context (pod info); the provisioner stamps ``storage.kubernetes.io/*`` into a PV's
+# volume attributes. The driver ignores them instead of refusing them as unknown.
+CSI_K8S_PARAM_PREFIX: Final = "csi.storage.k8s.io/"
+K8S_STORAGE_PARAM_PREFIX: Final = "storage.kubernetes.io/"
 VOLUME_ATTR_DATASET_NAME: Final = "dataset-name"
 VOLUME_ATTR_DATASET_NAMESPACE: Final = "dataset-namespace"
 VOLUME_ATTR_CLIENTLESS: Final = "clientless"
 
 MountMode = Literal["embedded", "standalone"]
+KUBELET_ROOT: Final = "/var/lib/kubelet"
+# The node service's bookkeeping file inside ``--state-dir``.
+CSI_STATE_FILE: Final = "node-state.json"
+# A mount key is hex of this length: short enough to be a label value (63), long enough (128 bits)
+# that distinct FUSE configurations never collide.
+MOUNT_KEY_LENGTH: Final = 32
 LABEL_NODE: Final = "fluid.io/node"
 LABEL_MOUNT_KEY: Final = "fluid.io/mount-key"
 FUSE_MOUNT_KEY_PREFIX_LENGTH: Final = 16
@@ -289,8 +311,30 @@ def volume_handle(cluster: str, fs_path: str, pv_name: str) -> str:
     return f"{cluster}@{fs_path}@{pv_name}"
 
 
+def fuse_mount_key_dir(mount_key: str, plugins_root: str = KUBELET_PLUGINS_ROOT) -> str:
+    """Host directory owned by one mount key (the FUSE mount point lives inside it)."""
+    return f"{plugins_root}/kubernetes.io/csi/curvine/{mount_key}"
+
+
 def fuse_mount_path(mount_key: str, plugins_root: str = KUBELET_PLUGINS_ROOT) -> str:
-    return f"{plugins_root}/kubernetes.io/csi/curvine/{mount_key}/fuse-mount"
+    return f"{fuse_mount_key_dir(mount_key, plugins_root)}/fuse-mount"
+
+
+def fuse_flag(param: str) -> str:
+    """curvine-fuse's command-line flag for a parameter: the parameter name as a long option."""
+    return f"--{param}"
+
+
+def csi_staging_path(volume_handle: str, plugins_root: str = KUBELET_PLUGINS_ROOT) -> str:
+    """Where kubelet (1.24+) stages a CSI volume: a per-driver directory named by the hex sha256 of
+    the volume handle. Used by the local kubelet stand-in and tests, so they stage where kubelet would."""
+    digest = hashlib.sha256(volume_handle.encode()).hexdigest()
+    return f"{plugins_root}/kubernetes.io/csi/{CSI_DRIVER}/{digest}/globalmount"
+
+
+def csi_publish_target(pod_uid: str, pv_name: str, kubelet_root: str = KUBELET_ROOT) -> str:
+    """Where kubelet asks a CSI driver to publish a pod's volume."""
+    return f"{kubelet_root}/pods/{pod_uid}/volumes/kubernetes.io~csi/{pv_name}/mount"
 
 
 def fuse_mount_name(node: str, mount_key: str) -> str:

@@ -1,0 +1,64 @@
+"""The mount key (which FUSE process a volume uses) and the host paths derived from it (SPEC §5).
+
+The key is the first 32 hex characters (128 bits) of the sha256 of one compact JSON array::
+
+    ["fluid-mount-key/v1", master_addrs, fs_path, [[key, value], ...]]
+
+of the *normalised* parameters (csi/params.py), tuning pairs sorted by key. JSON quoting keeps the
+fields apart (no separator character can make two inputs collide); the version tag lets a future
+encoding change the key deliberately. Normalisation makes equivalent spellings share one FUSE; the
+tuning makes differently tuned volumes get their own. The key is stable across processes, hosts and
+Python versions (no ``hash()``), and as lower-case hex of 32 characters it is a valid label value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from csi.errors import InvalidParameter
+from csi.fspaths import normalize_path, relative_to
+from csi.params import HasFuseParams
+from kubectl_fluid.api import names
+
+_KEY_VERSION = "fluid-mount-key/v1"
+
+
+def mount_key(params: HasFuseParams) -> str:
+    encoded = json.dumps(
+        [_KEY_VERSION, params.master_addrs, params.fs_path, [list(pair) for pair in sorted(params.tuning)]],
+        separators=(",", ":"),
+        ensure_ascii=True,
+    )
+    return hashlib.sha256(encoded.encode()).hexdigest()[: names.MOUNT_KEY_LENGTH]
+
+
+def fuse_mount_dir(root: str, key: str) -> str:
+    """The host FUSE mount point of ``key``; ``root`` stands for /var/lib/kubelet/plugins."""
+    return names.fuse_mount_path(key, root)
+
+
+def mount_key_dir(root: str, key: str) -> str:
+    """The host directory holding ``key``'s mount point (removed with it)."""
+    return names.fuse_mount_key_dir(key, root)
+
+
+def staging_path(root: str, volume_handle: str) -> str:
+    """Where kubelet stages ``volume_handle``, for callers that stand in for kubelet."""
+    return names.csi_staging_path(volume_handle, root)
+
+
+def pod_sub_path(mnt_path: str, fs_path: str, curvine_path: str) -> str:
+    """The host directory to bind into pods for a volume: the FUSE mount serves ``fs_path`` at
+    ``mnt_path``, so the volume's ``curvine_path`` is found at mnt-path + (curvine-path relative to
+    fs-path); with fs-path ``/`` that is mnt-path + curvine-path. A curvine-path outside fs-path is
+    refused: the FUSE cannot reach it."""
+    fs_root = normalize_path(fs_path, names.PARAM_FS_PATH)
+    path = normalize_path(curvine_path, names.PARAM_CURVINE_PATH)
+    below = relative_to(path, fs_root)
+    if below is None:
+        raise InvalidParameter(names.PARAM_CURVINE_PATH, f"{path} is outside {names.PARAM_FS_PATH} {fs_root}")
+    base = mnt_path.rstrip("/") or "/"
+    if not below:
+        return base
+    return f"{base.rstrip('/')}{below}"
