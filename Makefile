@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 STATE ?= .dev
 
-.PHONY: help venv bins up down status test unit e2e lint crds bench clean
+.PHONY: help venv csi-stubs bins up down status test unit e2e lint crds bench clean
 
 help:
 	@echo "make up      start the local cluster (.dev/kubeconfig) with the CRDs and fluid-controller installed"
@@ -22,7 +22,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	@touch $@
 
-venv: $(STAMP)
+# The CSI stubs are generated from csi/proto/csi.proto (never committed), again after every install so
+# they match the installed grpcio-tools and protobuf.
+CSI_STUBS := csi/proto/csi_pb2.py
+$(CSI_STUBS): csi/proto/csi.proto csi/proto/generate.py $(STAMP)
+	$(BIN)/python csi/proto/generate.py --require-types
+
+csi-stubs: $(STAMP)
+	$(BIN)/python csi/proto/generate.py --require-types
+
+venv: $(STAMP) $(CSI_STUBS)
 
 # Go-built kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok, csi-sanity,
 # cached by version under $${KUBECTL_FLUID_CACHE:-~/.cache/kubectl-fluid}. Skipped when KUBECONFIG
@@ -71,3 +80,4 @@ bench: venv bins
 
 clean: down
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -f csi/proto/csi_pb2*.py csi/proto/csi_pb2*.pyi
