@@ -13,10 +13,8 @@ mode 0600 (mkstemp): only the node service reads it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from csi.errors import StateFileError
 from csi.state import MountEntry, NodeState
+from kubectl_fluid.files import atomic_write
 
 FORMAT_VERSION = 1
 
@@ -66,26 +65,7 @@ def from_json(data: bytes | str) -> NodeState:
 
 
 def save_atomic(path: str | os.PathLike[str], state: NodeState) -> None:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    data = to_json(state)
-    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
-    # The rename is durable only once the directory entry is.
-    directory = os.open(target.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    atomic_write(path, to_json(state))
 
 
 def load(path: str | os.PathLike[str]) -> NodeState:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -29,6 +28,7 @@ from cryptography.hazmat.primitives.asymmetric.types import (
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from kubectl_fluid.api import names
+from kubectl_fluid.files import atomic_write
 
 DEFAULT_DAYS = 365
 # The CA outlives many serving certificates: renewing only the serving cert keeps ``caBundle`` as it
@@ -262,24 +262,9 @@ def write_files(bundle: CertBundle, cert_dir: str | os.PathLike[str]) -> bool:
         with contextlib.suppress(OSError):
             if target.read_bytes() == content:
                 continue
-        _atomic_write(target, content, mode)
+        atomic_write(target, content, mode)
         changed = True
     return changed
-
-
-def _atomic_write(target: Path, content: bytes, mode: int) -> None:
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), mode)
-            f.write(content)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 # --------------------------------------------------------------------------- helpers
