@@ -108,8 +108,33 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class LocalProcess:
+    """A product process the tests run: alive, stopped politely (SIGTERM), or killed (-9)."""
+
+    proc: subprocess.Popen[bytes] | None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.alive():
+            assert self.proc is not None
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def kill(self) -> None:
+        if self.alive():
+            assert self.proc is not None
+            self.proc.kill()
+            self.proc.wait()
+
+
 @dataclass
-class ControllerProcess:
+class ControllerProcess(LocalProcess):
     kubeconfig: Path
     log_dir: Path
     identity: str
@@ -144,9 +169,6 @@ class ControllerProcess:
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
 
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
     def get(self, path: str) -> tuple[int, str]:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=10) as r:
@@ -168,22 +190,6 @@ class ControllerProcess:
         _, text = self.get("/metrics")
         return metric_sum(text, name, labels)
 
-    def stop(self) -> None:
-        if self.alive():
-            assert self.proc is not None
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def kill(self) -> None:
-        if self.alive():
-            assert self.proc is not None
-            self.proc.kill()
-            self.proc.wait()
-
 
 def lease_holder(coordination: client.CoordinationV1Api) -> str:
     lease = coordination.read_namespaced_lease(names.CONTROLLER_LEASE, names.FLUID_NAMESPACE)
@@ -204,7 +210,7 @@ def wait_until_gone(read: Any, *args: Any, what: str, timeout: float = 60) -> No
 
 
 @dataclass
-class WebhookProcess:
+class WebhookProcess(LocalProcess):
     """fluid-webhook as a local process serving HTTPS, with its certificate bootstrapped into a Secret
     and the MutatingWebhookConfiguration from manifests/ registered with ``url: https://HOST:PORT/…``
     instead of the in-cluster Service. HOST is 127.0.0.1 for the local control plane; for a cluster
@@ -259,9 +265,6 @@ class WebhookProcess:
         ]
         kubectl(self.admin, "apply", "-f", "-", stdin=json.dumps(config))
 
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
     def get(self, path: str) -> tuple[int, bytes]:
         return self.request("GET", path)
 
@@ -297,16 +300,6 @@ class WebhookProcess:
     def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
         _, text = self.get("/metrics")
         return metric_sum(text.decode(), name, labels)
-
-    def stop(self) -> None:
-        if self.alive():
-            assert self.proc is not None
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
 
 
 def metric_sum(text: str, name: str, labels: dict[str, str] | None = None) -> float:
