@@ -48,9 +48,12 @@ mount = st.fixed_dictionaries(
 )
 volume = st.one_of(
     st.fixed_dictionaries({"name": st.sampled_from(VOLUME_NAMES), "emptyDir": st.just({})}),
+    # A claim volume keeps a name of its own: one named like an injected volume is replaced (SPEC),
+    # and when that claim was the only way the pod named its dataset, a later pass rightly sees
+    # none, so "the plugins are idempotent" cannot be asked of that pod.
     st.fixed_dictionaries(
         {
-            "name": st.sampled_from(VOLUME_NAMES),
+            "name": st.sampled_from(["data", "tmp"]),
             "persistentVolumeClaim": st.fixed_dictionaries(
                 {"claimName": st.sampled_from(["ds1", "a", "plain"])}
             ),
