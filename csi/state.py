@@ -39,6 +39,8 @@ class TargetEntry(_Record):
 
 class VolumeEntry(_Record):
     staging_path: str
+    # The volume's directory in the cache filesystem: what a recovery binds at staging_path again.
+    curvine_path: str = ""
     targets: Mapping[str, TargetEntry] = {}
 
 
@@ -98,6 +100,7 @@ def stage(
     *,
     mnt_path: str,
     mode: names.MountMode,
+    curvine_path: str = "",
     now: str | None = None,
 ) -> tuple[NodeState, bool]:
     """Record ``volume_id`` staged at ``staging_path`` on mount ``key``. Returns the new state and
@@ -126,7 +129,10 @@ def stage(
         raise StateConflict(f"mount key {key} is recorded with other parameters: {entry.params}")
     fuse_needed = entry.refcount == 0
     update: dict[str, object] = {
-        "volumes": {**entry.volumes, volume_id: VolumeEntry(staging_path=staging_path)}
+        "volumes": {
+            **entry.volumes,
+            volume_id: VolumeEntry(staging_path=staging_path, curvine_path=curvine_path),
+        }
     }
     if fuse_needed and entry.phase != "Mounting":
         update |= {"phase": "Mounting", "phase_time": now}

@@ -1,0 +1,277 @@
+"""The CSI Node service: one FUSE per mount key per node, bind mounts into pods, exact refcounts.
+
+NodeStage starts (or reuses) the FUSE of the volume's mount key and binds the volume's directory in
+it at the staging path; NodePublish binds the staging path at the pod's target (read-only when
+asked); NodeUnpublish removes only that target; NodeUnstage removes the staging bind and, when it
+was the key's last volume, stops the FUSE. The state file and the kernel mount table are the truth:
+every change is saved before the call returns, and a restarted service recovers from them.
+
+State transitions are pure (``csi.state``) and applied to ``self.state`` between awaits, so calls on
+different keys never overwrite each other; calls on one key are serialised by a per-key lock, which
+is what makes 50 concurrent stages of one key start exactly one FUSE.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from pathlib import Path
+
+import grpc
+
+from csi import mounts, statefile
+from csi import state as st
+from csi.controller_service import KeyedLocks
+from csi.fusecmd import fuse_argv
+from csi.fusemanager import FuseManager
+from csi.mountkey import fuse_mount_dir, mount_key, pod_sub_path
+from csi.proto import csi_pb2, csi_pb2_grpc
+from csi.rpcerrors import Context, RpcFailure, required, rpc
+from csi.volumes import parse_volume_context
+from kubectl_fluid.api import names
+
+log = logging.getLogger(__name__)
+
+POD_UID_KEY = "csi.storage.k8s.io/pod.uid"
+
+
+class NodeService(csi_pb2_grpc.NodeServicer):
+    def __init__(
+        self,
+        node_id: str,
+        state_dir: str,
+        mount_root: str,
+        fuse_command: list[str],
+        mode: names.MountMode = "embedded",
+    ) -> None:
+        self.node_id = node_id
+        self.state_path = Path(state_dir) / names.CSI_STATE_FILE
+        self.mount_root = mount_root
+        self.fuse_command = fuse_command  # argv prefix: the binary, or an interpreter and a module
+        self.mode = mode
+        self.state = statefile.load(self.state_path)
+        self.fuse = FuseManager(on_restart=self._on_fuse_restart)
+        self.locks = KeyedLocks()
+
+    # ------------------------------------------------------------------ helpers
+
+    def _save(self, new: st.NodeState) -> None:
+        if new is not self.state:
+            statefile.save_atomic(self.state_path, new)
+            self.state = new
+
+    def _argv(self, entry: st.MountEntry) -> list[str]:
+        argv = fuse_argv(self.fuse_command[0], entry.params, entry.mnt_path)
+        return [*self.fuse_command, *argv[1:]]
+
+    async def _ensure_fuse(self, key: str) -> None:
+        entry = self.state.mounts[key]
+        if key in self.fuse.processes:
+            return
+        if entry.pid and self.fuse.adopt(key, self._argv(entry), entry.mnt_path, entry.pid):
+            return
+        pid = await self.fuse.start(key, self._argv(entry), entry.mnt_path)
+        self._save(st.set_process(self.state, key, pid=pid))
+
+    def _on_fuse_restart(self, key: str) -> None:
+        """A restarted FUSE is a new mount: binds into the old one are dead, make them again."""
+        entry = self.state.mounts.get(key)
+        if entry is None:
+            return
+        proc = self.fuse.processes.get(key)
+        if proc is not None:
+            self._save(st.set_process(self.state, key, pid=proc.pid))
+        self._rebind(entry)
+
+    def _rebind(self, entry: st.MountEntry) -> None:
+        for volume_id, volume in entry.volumes.items():
+            source = self._volume_source(entry, volume_id)
+            _fresh_bind(source, volume.staging_path, readonly=False)
+            for target, publication in volume.targets.items():
+                _fresh_bind(volume.staging_path, target, readonly=publication.readonly)
+
+    def _volume_source(self, entry: st.MountEntry, volume_id: str) -> str:
+        curvine_path = entry.volumes[volume_id].curvine_path or entry.params.fs_path
+        return pod_sub_path(entry.mnt_path, entry.params.fs_path, curvine_path)
+
+    async def recover(self) -> None:
+        """After a restart: adopt or restart every FUSE with staged volumes, re-bind what broke,
+        and finish stopping keys that were on their way out."""
+        for key, entry in list(self.state.mounts.items()):
+            async with self.locks.hold(key):
+                if entry.refcount == 0:
+                    if entry.pid and self.fuse.adopt(key, self._argv(entry), entry.mnt_path, entry.pid):
+                        await self.fuse.stop(key)
+                    _detach(entry.mnt_path)
+                    self._save(st.remove_mount(self.state, key))
+                    continue
+                adopted = bool(entry.pid) and self.fuse.adopt(
+                    key, self._argv(entry), entry.mnt_path, entry.pid or 0
+                )
+                if not adopted:
+                    pid = await self.fuse.start(key, self._argv(entry), entry.mnt_path)
+                    self._save(st.set_process(self.state, key, pid=pid))
+                self._rebind(self.state.mounts[key])
+                self._save(st.set_phase(self.state, key, "Ready"))
+
+    # ------------------------------------------------------------------ CSI
+
+    @rpc
+    async def NodeGetCapabilities(
+        self, request: csi_pb2.NodeGetCapabilitiesRequest, context: Context
+    ) -> csi_pb2.NodeGetCapabilitiesResponse:
+        stage = csi_pb2.NodeServiceCapability.RPC(type=csi_pb2.NodeServiceCapability.RPC.STAGE_UNSTAGE_VOLUME)
+        return csi_pb2.NodeGetCapabilitiesResponse(capabilities=[csi_pb2.NodeServiceCapability(rpc=stage)])
+
+    @rpc
+    async def NodeGetVolumeStats(
+        self, request: csi_pb2.NodeGetVolumeStatsRequest, context: Context
+    ) -> csi_pb2.NodeGetVolumeStatsResponse:
+        # Not advertised (no GET_VOLUME_STATS capability): kubelet does not call it.
+        raise RpcFailure(grpc.StatusCode.UNIMPLEMENTED, "volume stats are not served by this driver")
+
+    @rpc
+    async def NodeGetInfo(
+        self, request: csi_pb2.NodeGetInfoRequest, context: Context
+    ) -> csi_pb2.NodeGetInfoResponse:
+        return csi_pb2.NodeGetInfoResponse(node_id=self.node_id)
+
+    @rpc
+    async def NodeStageVolume(
+        self, request: csi_pb2.NodeStageVolumeRequest, context: Context
+    ) -> csi_pb2.NodeStageVolumeResponse:
+        volume_id, staging = request.volume_id, request.staging_target_path
+        if not volume_id:
+            raise required("volume_id")
+        if not staging:
+            raise required("staging_target_path")
+        if not request.HasField("volume_capability"):
+            raise required("volume_capability")
+        volume = parse_volume_context(dict(request.volume_context))
+        key = mount_key(volume.params)
+        async with self.locks.hold(key):
+            new, _ = st.stage(
+                self.state,
+                key,
+                volume.params,
+                volume_id,
+                staging,
+                mnt_path=fuse_mount_dir(self.mount_root, key),
+                mode=self.mode,
+                curvine_path=volume.curvine_path,
+            )
+            self._save(new)
+            try:
+                await self._ensure_fuse(key)
+                entry = self.state.mounts[key]
+                source = pod_sub_path(entry.mnt_path, entry.params.fs_path, volume.curvine_path)
+                if not os.path.isdir(source):
+                    raise RpcFailure(
+                        grpc.StatusCode.FAILED_PRECONDITION,
+                        f"{names.PARAM_CURVINE_PATH} {volume.curvine_path} does not exist in the cache "
+                        "filesystem: create it (path-type DirectoryOrCreate does) or fix the PV",
+                    )
+                if not mounts.mounted_at(staging):
+                    Path(staging).mkdir(parents=True, exist_ok=True)
+                    mounts.bind(source, staging)
+                self._save(st.set_phase(self.state, key, "Ready"))
+            except BaseException:
+                await self._undo_stage(key, volume_id)
+                raise
+        return csi_pb2.NodeStageVolumeResponse()
+
+    async def _undo_stage(self, key: str, volume_id: str) -> None:
+        new, _, last = st.unstage(self.state, volume_id)
+        self._save(new)
+        if last:
+            await self._stop_key(key)
+
+    async def _stop_key(self, key: str) -> None:
+        entry = self.state.mounts.get(key)
+        await self.fuse.stop(key)
+        if entry is not None:
+            _detach(entry.mnt_path)
+        self._save(st.remove_mount(self.state, key))
+
+    @rpc
+    async def NodeUnstageVolume(
+        self, request: csi_pb2.NodeUnstageVolumeRequest, context: Context
+    ) -> csi_pb2.NodeUnstageVolumeResponse:
+        volume_id, staging = request.volume_id, request.staging_target_path
+        if not volume_id:
+            raise required("volume_id")
+        if not staging:
+            raise required("staging_target_path")
+        key = self.state.key_of_volume(volume_id)
+        if key is None:
+            _detach(staging)
+            return csi_pb2.NodeUnstageVolumeResponse()
+        async with self.locks.hold(key):
+            _detach(staging)
+            new, key_now, last = st.unstage(self.state, volume_id)
+            self._save(new)
+            if last and key_now is not None:
+                await self._stop_key(key_now)
+        return csi_pb2.NodeUnstageVolumeResponse()
+
+    @rpc
+    async def NodePublishVolume(
+        self, request: csi_pb2.NodePublishVolumeRequest, context: Context
+    ) -> csi_pb2.NodePublishVolumeResponse:
+        volume_id, target, staging = request.volume_id, request.target_path, request.staging_target_path
+        if not volume_id:
+            raise required("volume_id")
+        if not target:
+            raise required("target_path")
+        if not staging:
+            raise required("staging_target_path")
+        if not request.HasField("volume_capability"):
+            raise required("volume_capability")
+        key = self.state.key_of_volume(volume_id)
+        if key is None:
+            raise RpcFailure(
+                grpc.StatusCode.FAILED_PRECONDITION, f"volume {volume_id} is not staged on this node"
+            )
+        async with self.locks.hold(key):
+            pod_uid = request.volume_context.get(POD_UID_KEY) or None
+            new = st.publish(self.state, volume_id, target, request.readonly, pod_uid)
+            if not mounts.mounted_at(target):
+                Path(target).mkdir(parents=True, exist_ok=True)
+                mounts.bind(staging, target, readonly=request.readonly)
+            self._save(new)
+        return csi_pb2.NodePublishVolumeResponse()
+
+    @rpc
+    async def NodeUnpublishVolume(
+        self, request: csi_pb2.NodeUnpublishVolumeRequest, context: Context
+    ) -> csi_pb2.NodeUnpublishVolumeResponse:
+        volume_id, target = request.volume_id, request.target_path
+        if not volume_id:
+            raise required("volume_id")
+        if not target:
+            raise required("target_path")
+        key = self.state.key_of_volume(volume_id)
+        async with self.locks.hold(key or f"unstaged:{volume_id}"):
+            _detach(target)
+            with contextlib.suppress(OSError):
+                os.rmdir(target)  # the CSI spec: the plugin removes what it created at the target
+            self._save(st.unpublish(self.state, target))
+        return csi_pb2.NodeUnpublishVolumeResponse()
+
+
+def _detach(path: str) -> None:
+    """Unmount every mount stacked at ``path`` (a broken FUSE bind too)."""
+    while mounts.mounted_at(path):
+        try:
+            mounts.unmount(path, lazy=mounts.is_broken(path))
+        except mounts.MountError:
+            mounts.unmount(path, lazy=True)
+
+
+def _fresh_bind(source: str, target: str, readonly: bool) -> None:
+    if mounts.mounted_at(target) and not mounts.is_broken(target):
+        return
+    _detach(target)
+    Path(target).mkdir(parents=True, exist_ok=True)
+    mounts.bind(source, target, readonly=readonly)
