@@ -65,5 +65,7 @@ def test_csi_sanity_passes_and_leaves_nothing_behind(tmp_path: Path) -> None:
         driver.terminate()
         driver.wait(15)
     assert not [m for m in mounts.mount_table() if m.mount_point.startswith(str(tmp_path))]
-    processes = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True, check=True).stdout
+    processes = subprocess.run(
+        ["ps", "-ww", "-eo", "args"], capture_output=True, text=True, check=True
+    ).stdout
     assert str(tmp_path) not in processes  # no FUSE of this driver outlived it
