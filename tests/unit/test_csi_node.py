@@ -61,10 +61,12 @@ class Driver:
 
     @property
     def node(self) -> csi_pb2_grpc.NodeStub:
+        assert self.channel is not None
         return csi_pb2_grpc.NodeStub(self.channel)
 
     @property
     def controller(self) -> csi_pb2_grpc.ControllerStub:
+        assert self.channel is not None
         return csi_pb2_grpc.ControllerStub(self.channel)
 
     def create(self, name: str, fs_path: str = "/") -> csi_pb2.Volume:
