@@ -1,0 +1,118 @@
+"""The CSI node service's figures, each beside the floor it stands on, in one run:
+
+- NodePublish p50 on a warm key, beside one bare ``mount --bind`` (what a publish must do at least);
+- cold NodeStage (a new mount key: FUSE start to ready), beside the stand-in alone reaching ``ready``;
+- stage+publish pairs per second on one key (8 concurrent callers);
+- the node service's RSS.
+Needs root and /dev/fuse (real mounts); the cluster is not involved.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from csi import mounts
+from tests.bench.bench_controller import rss_mb
+from tests.bench.report import Report, percentile
+from tests.unit.test_csi_node import Driver
+
+
+def bare_bind_ms(root: Path, rounds: int = 50) -> list[float]:
+    src = root / "bind-src"
+    src.mkdir()
+    out = []
+    for i in range(rounds):
+        dst = root / f"bind-{i}"
+        dst.mkdir()
+        t0 = time.perf_counter()
+        mounts.bind(src, dst)
+        out.append((time.perf_counter() - t0) * 1000)
+        mounts.unmount(dst)
+    return out
+
+
+def bare_standin_ms(root: Path, rounds: int = 5) -> list[float]:
+    out = []
+    env = {**os.environ, "CURVINE_STANDIN_DATA": str(root / "standin-data")}
+    for i in range(rounds):
+        mnt = root / f"standin-{i}"
+        mnt.mkdir()
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "csi.fusestandin",
+                "--master-addrs",
+                "b:1",
+                "--fs-path",
+                "/",
+                "--mnt-path",
+                str(mnt),
+            ],
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == b"ready"
+        out.append((time.perf_counter() - t0) * 1000)
+        proc.terminate()
+        proc.wait()
+    return out
+
+
+def run(report: Report) -> None:
+    if os.geteuid() != 0 or not Path("/dev/fuse").exists():
+        print("[bench] CSI figures skipped: real FUSE mounts need root and /dev/fuse")
+        return
+    with tempfile.TemporaryDirectory(prefix="fcsi-") as tmp:
+        root = Path(tmp)
+        driver = Driver(root)
+        driver.start()
+        try:
+            cold = []
+            for i in range(5):
+                volume = driver.create(f"cold-{i}", fs_path=f"/cold{i}")
+                t0 = time.perf_counter()
+                driver.stage(volume)
+                cold.append((time.perf_counter() - t0) * 1000)
+            alone = percentile(bare_standin_ms(root), 50)
+            report.add("cold NodeStage (FUSE start) p50", percentile(cold, 50), "ms", "stand-in alone", alone)
+
+            warm = driver.create("warm")
+            staging = driver.stage(warm)
+            publish = []
+            for i in range(200):
+                t0 = time.perf_counter()
+                driver.publish(warm, staging, str(root / "pods" / f"w{i}"))
+                publish.append((time.perf_counter() - t0) * 1000)
+            report.add("NodePublish p50, warm key", percentile(publish, 50), "ms", "one bare mount --bind",
+                       percentile(bare_bind_ms(root), 50))  # fmt: skip
+
+            volumes = [driver.create(f"pair-{i}") for i in range(100)]
+
+            def pair(i: int) -> None:
+                s = driver.stage(volumes[i])
+                driver.publish(volumes[i], s, str(root / "pods" / f"p{i}"))
+
+            t0 = time.perf_counter()
+            with ThreadPoolExecutor(8) as pool:
+                list(pool.map(pair, range(100)))
+            report.add(
+                "stage+publish pairs per second (one key)", 100 / (time.perf_counter() - t0), "pairs/s"
+            )
+            assert driver.proc is not None
+            report.add("node service RSS", rss_mb(driver.proc.pid), "MB")
+        finally:
+            driver.stop()
+            for pid in driver.fuse_pids():
+                os.kill(pid, 9)
+            for m in reversed(mounts.mount_table()):
+                if m.mount_point.startswith(str(root)):
+                    mounts.unmount(m.mount_point, lazy=True)
