@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 import grpc
+from google.protobuf.message import Message
 
 from csi import mounts, statefile
 from csi import state as st
@@ -141,13 +142,8 @@ class NodeService(csi_pb2_grpc.NodeServicer):
     async def NodeStageVolume(
         self, request: csi_pb2.NodeStageVolumeRequest, context: Context
     ) -> csi_pb2.NodeStageVolumeResponse:
+        _require(request, "volume_id", "staging_target_path", "volume_capability")
         volume_id, staging = request.volume_id, request.staging_target_path
-        if not volume_id:
-            raise required("volume_id")
-        if not staging:
-            raise required("staging_target_path")
-        if not request.HasField("volume_capability"):
-            raise required("volume_capability")
         volume = parse_volume_context(dict(request.volume_context))
         key = mount_key(volume.params)
         async with self.locks.hold(key):
@@ -198,11 +194,8 @@ class NodeService(csi_pb2_grpc.NodeServicer):
     async def NodeUnstageVolume(
         self, request: csi_pb2.NodeUnstageVolumeRequest, context: Context
     ) -> csi_pb2.NodeUnstageVolumeResponse:
+        _require(request, "volume_id", "staging_target_path")
         volume_id, staging = request.volume_id, request.staging_target_path
-        if not volume_id:
-            raise required("volume_id")
-        if not staging:
-            raise required("staging_target_path")
         key = self.state.key_of_volume(volume_id)
         if key is None:
             _detach(staging)
@@ -219,15 +212,8 @@ class NodeService(csi_pb2_grpc.NodeServicer):
     async def NodePublishVolume(
         self, request: csi_pb2.NodePublishVolumeRequest, context: Context
     ) -> csi_pb2.NodePublishVolumeResponse:
+        _require(request, "volume_id", "target_path", "staging_target_path", "volume_capability")
         volume_id, target, staging = request.volume_id, request.target_path, request.staging_target_path
-        if not volume_id:
-            raise required("volume_id")
-        if not target:
-            raise required("target_path")
-        if not staging:
-            raise required("staging_target_path")
-        if not request.HasField("volume_capability"):
-            raise required("volume_capability")
         key = self.state.key_of_volume(volume_id)
         if key is None:
             raise RpcFailure(
@@ -246,11 +232,8 @@ class NodeService(csi_pb2_grpc.NodeServicer):
     async def NodeUnpublishVolume(
         self, request: csi_pb2.NodeUnpublishVolumeRequest, context: Context
     ) -> csi_pb2.NodeUnpublishVolumeResponse:
+        _require(request, "volume_id", "target_path")
         volume_id, target = request.volume_id, request.target_path
-        if not volume_id:
-            raise required("volume_id")
-        if not target:
-            raise required("target_path")
         key = self.state.key_of_volume(volume_id)
         async with self.locks.hold(key or f"unstaged:{volume_id}"):
             _detach(target)
@@ -258,6 +241,14 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                 os.rmdir(target)  # the CSI spec: the plugin removes what it created at the target
             self._save(st.unpublish(self.state, target))
         return csi_pb2.NodeUnpublishVolumeResponse()
+
+
+def _require(request: Message, *fields: str) -> None:
+    """INVALID_ARGUMENT naming the first missing field, as the CSI spec asks of every call."""
+    for field in fields:
+        missing = not request.HasField(field) if field == "volume_capability" else not getattr(request, field)
+        if missing:
+            raise required(field)
 
 
 def _detach(path: str) -> None:
