@@ -1,6 +1,7 @@
 """``fluid-csi``: the CSI driver's process (SPEC §5). ``--mode controller`` serves Identity and
 Controller, ``--mode node`` Identity and Node, ``--mode all`` everything on one socket (csi-sanity,
-local runs). Only the embedded mount mode exists so far: FUSE runs as the node service's child.
+local runs). The node service mirrors its mounts to FuseMount objects unless ``--no-mirror``
+(csi-sanity and runs without a cluster).
 
 The controller's filesystem backend is the local directory tree the FUSE stand-in serves
 (``--backend-root``): the repository has no Curvine client, so that is the only backend there is.
@@ -17,9 +18,12 @@ from csi.backend import LocalBackend
 from csi.controller_service import ControllerServicer
 from csi.identity import IdentityServicer
 from csi.node_service import NodeService
+from csi.publisher import MirrorPublisher
 from csi.server import DEFAULT_GRACE_SECONDS, CsiServer, EndpointError, serve_until_signalled
 from kubectl_fluid import logs
 from kubectl_fluid.api import names
+from kubectl_fluid.health import HealthServer
+from kubectl_fluid.kube import client
 
 log = logging.getLogger("csi")
 
@@ -47,6 +51,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--grace", type=float, default=DEFAULT_GRACE_SECONDS, help="seconds running calls get at stop"
     )
+    p.add_argument(
+        "--mount-mode",
+        choices=["embedded", "standalone"],
+        default="embedded",
+        help="embedded: FUSE is this process's child; standalone: one FUSE pod per mount key",
+    )
+    p.add_argument("--kubeconfig", help="for the FuseMount mirror (default: KUBECONFIG, then in-cluster)")
+    p.add_argument(
+        "--mirror",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="publish this node's mounts as FuseMount objects",
+    )
+    p.add_argument("--health-port", type=int, default=0, help="serve /healthz /readyz /metrics (0: off)")
+    p.add_argument("--health-host", default="0.0.0.0")
     p.add_argument("--log-level", default="info")
     p.add_argument("--log-format", choices=["json", "text"], default="json")
     args = p.parse_args(argv)
@@ -57,28 +76,60 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def build_server(args: argparse.Namespace) -> tuple[CsiServer, NodeService | None]:
+def build_mirror(args: argparse.Namespace) -> MirrorPublisher | None:
+    if args.mode == "controller" or not args.mirror:
+        return None
+    return MirrorPublisher(args.node_id, lambda: client.connect(args.kubeconfig))
+
+
+def build_server(
+    args: argparse.Namespace, mirror: MirrorPublisher | None = None
+) -> tuple[CsiServer, NodeService | None]:
     controller = ControllerServicer(LocalBackend(args.backend_root)) if args.mode != "node" else None
     node = (
-        NodeService(args.node_id, args.state_dir, args.mount_root, args.fuse_binary.split())
+        NodeService(
+            args.node_id,
+            args.state_dir,
+            args.mount_root,
+            args.fuse_binary.split(),
+            mode=args.mount_mode,
+            mirror=mirror.publish if mirror else None,
+        )
         if args.mode != "controller"
         else None
     )
     return CsiServer(args.endpoint, identity=IdentityServicer(), controller=controller, node=node), node
 
 
-async def run(server: CsiServer, node: NodeService | None, grace: float) -> None:
-    if node is not None:
-        await node.recover()  # mounts from before a restart are whole again before kubelet calls
-    await serve_until_signalled(server, grace)
+async def run(args: argparse.Namespace) -> None:
+    mirror = build_mirror(args)
+    server, node = build_server(args, mirror)
+    recovered = asyncio.Event()
+    health = None
+    if args.health_port:
+        health = HealthServer(args.health_host, args.health_port, ready=recovered.is_set)
+        await health.start()
+    if mirror is not None:
+        mirror.start()
+    try:
+        if node is not None:
+            await node.recover()  # mounts from before a restart are whole again before kubelet calls
+        recovered.set()
+        await serve_until_signalled(server, args.grace)
+    finally:
+        if mirror is not None:
+            # A last chance to leave the objects right; the next start corrects them anyway.
+            await mirror.synced(timeout=2)
+            await mirror.close()
+        if health is not None:
+            await health.close()
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logs.setup(args.log_level, args.log_format)
     try:
-        server, node = build_server(args)
-        asyncio.run(run(server, node, args.grace))
+        asyncio.run(run(args))
     except EndpointError as err:
         log.error("%s", err)
         return 1

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import grpc
@@ -44,7 +45,9 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         state_dir: str,
         mount_root: str,
         fuse_command: list[str],
+        *,
         mode: names.MountMode = "embedded",
+        mirror: Callable[[st.NodeState], None] | None = None,
     ) -> None:
         self.node_id = node_id
         self.state_path = Path(state_dir) / names.CSI_STATE_FILE
@@ -54,6 +57,10 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         self.state = statefile.load(self.state_path)
         self.fuse = FuseManager(on_restart=self._on_fuse_restart)
         self.locks = KeyedLocks()
+        # Told every saved state (the FuseMount publisher); must return at once.
+        self.mirror = mirror
+        if mirror is not None:
+            mirror(self.state)
 
     # ------------------------------------------------------------------ helpers
 
@@ -61,6 +68,8 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         if new is not self.state:
             statefile.save_atomic(self.state_path, new)
             self.state = new
+            if self.mirror is not None:
+                self.mirror(new)
 
     def _argv(self, entry: st.MountEntry) -> list[str]:
         argv = fuse_argv(self.fuse_command[0], entry.params, entry.mnt_path)
@@ -105,6 +114,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                     if entry.pid and self.fuse.adopt(key, self._argv(entry), entry.mnt_path, entry.pid):
                         await self.fuse.stop(key)
                     _detach(entry.mnt_path)
+                    _remove_empty(entry.mnt_path)
                     self._save(st.remove_mount(self.state, key))
                     continue
                 adopted = bool(entry.pid) and self.fuse.adopt(
@@ -114,7 +124,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                     pid = await self.fuse.start(key, self._argv(entry), entry.mnt_path)
                     self._save(st.set_process(self.state, key, pid=pid))
                 self._rebind(self.state.mounts[key])
-                self._save(st.set_phase(self.state, key, "Ready"))
+                self._save(st.set_phase(self.state, key, "Ready", now=st.timestamp()))
 
     # ------------------------------------------------------------------ CSI
 
@@ -156,6 +166,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                 mnt_path=fuse_mount_dir(self.mount_root, key),
                 mode=self.mode,
                 curvine_path=volume.curvine_path,
+                now=st.timestamp(),
             )
             self._save(new)
             try:
@@ -171,14 +182,14 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                 if not mounts.mounted_at(staging):
                     Path(staging).mkdir(parents=True, exist_ok=True)
                     mounts.bind(source, staging)
-                self._save(st.set_phase(self.state, key, "Ready"))
+                self._save(st.set_phase(self.state, key, "Ready", now=st.timestamp()))
             except BaseException:
                 await self._undo_stage(key, volume_id)
                 raise
         return csi_pb2.NodeStageVolumeResponse()
 
     async def _undo_stage(self, key: str, volume_id: str) -> None:
-        new, _, last = st.unstage(self.state, volume_id)
+        new, _, last = st.unstage(self.state, volume_id, now=st.timestamp())
         self._save(new)
         if last:
             await self._stop_key(key)
@@ -188,6 +199,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         await self.fuse.stop(key)
         if entry is not None:
             _detach(entry.mnt_path)
+            _remove_empty(entry.mnt_path)
         self._save(st.remove_mount(self.state, key))
 
     @rpc
@@ -202,7 +214,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             return csi_pb2.NodeUnstageVolumeResponse()
         async with self.locks.hold(key):
             _detach(staging)
-            new, key_now, last = st.unstage(self.state, volume_id)
+            new, key_now, last = st.unstage(self.state, volume_id, now=st.timestamp())
             self._save(new)
             if last and key_now is not None:
                 await self._stop_key(key_now)
@@ -258,6 +270,14 @@ def _detach(path: str) -> None:
             mounts.unmount(path, lazy=mounts.is_broken(path))
         except mounts.MountError:
             mounts.unmount(path, lazy=True)
+
+
+def _remove_empty(mnt_path: str) -> None:
+    """The mount point and its key's directory, which the service created; never anything with
+    content (a FUSE that failed to unmount shows its files, and is left to recovery)."""
+    for directory in (mnt_path, os.path.dirname(mnt_path)):
+        with contextlib.suppress(OSError):
+            os.rmdir(directory)
 
 
 def _fresh_bind(source: str, target: str, readonly: bool) -> None:

@@ -103,6 +103,8 @@ MANAGED_BY: Final = CONTROLLER_FIELD_MANAGER
 
 # --- CSI driver (SPEC §5) -------------------------------------------------------------------------
 CSI_DRIVER: Final = "curvine.csi.fluid.io"
+# The node service's field manager: the only writer of FuseMount objects.
+CSI_NODE_FIELD_MANAGER: Final = "fluid-csi-node"
 KUBELET_PLUGINS_ROOT: Final = "/var/lib/kubelet/plugins"
 FUSE_BINARY: Final = "/opt/curvine/curvine-fuse"
 

@@ -45,7 +45,8 @@ class Driver:
         argv = [sys.executable, "-m", "csi.main", "--mode", "all", "--endpoint", f"unix://{self.sock}",
                 "--node-id", "n1", "--state-dir", str(self.root / "state"),
                 "--mount-root", str(self.root / "plugins"), "--backend-root", str(self.root / "data"),
-                "--fuse-binary", f"{sys.executable} -m csi.fusestandin", "--log-format", "json"]  # fmt: skip
+                "--fuse-binary", f"{sys.executable} -m csi.fusestandin", "--log-format", "json",
+                "--no-mirror"]  # fmt: skip
         with open(self.root / "driver.log", "ab") as log:
             self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=log)
         deadline = time.monotonic() + 20

@@ -41,7 +41,7 @@ def test_csi_sanity_passes_and_leaves_nothing_behind(tmp_path: Path) -> None:
     argv = [sys.executable, "-m", "csi.main", "--mode", "all", "--endpoint", f"unix://{sock}",
             "--node-id", "n1", "--state-dir", str(tmp_path / "state"),
             "--mount-root", str(tmp_path / "plugins"),
-            "--backend-root", str(tmp_path / "data"), "--fuse-binary", standin]  # fmt: skip
+            "--backend-root", str(tmp_path / "data"), "--fuse-binary", standin, "--no-mirror"]  # fmt: skip
     with open(tmp_path / "driver.log", "wb") as log:
         driver = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=log)
     try:
