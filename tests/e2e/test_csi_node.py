@@ -1,0 +1,279 @@
+"""The CSI node service on a real API server: pods using one PVC on one node share one FUSE through
+the kubelet stand-in's calls; the FuseMount mirror follows the node's state and catches up after an
+API outage; a clientless dataset's PV is refused with a reason the pod's Events show.
+
+Read back through the official client and the kernel's mount table, not through the driver."""
+
+from __future__ import annotations
+
+import secrets
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from kubernetes import client
+
+from csi.proto import csi_pb2, csi_pb2_grpc
+from kubectl_fluid.api import names
+from tests.e2e.csi import ApiProxy, CsiNode, KubeletStandin, node_object, upstream_of, via_proxy
+from tests.e2e.wait import eventually
+
+pytestmark = pytest.mark.skipif(
+    not Path("/dev/fuse").exists(), reason="the node service mounts real FUSE: needs /dev/fuse and root"
+)
+
+MASTERS = "127.0.0.1:18995"
+
+
+@pytest.fixture
+def node_name(core: client.CoreV1Api) -> Iterator[str]:
+    name = f"e2e-csi-{secrets.token_hex(3)}"
+    core.create_node(node_object(name))
+    try:
+        yield name
+    finally:
+        core.delete_node(name)
+
+
+@pytest.fixture
+def proxy(kubeconfig: Path) -> Iterator[ApiProxy]:
+    p = ApiProxy(upstream_of(kubeconfig))
+    p.restore()
+    try:
+        yield p
+    finally:
+        p.cut()
+
+
+@pytest.fixture
+def csi_node(
+    fluid: Path, node_name: str, proxy: ApiProxy, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[CsiNode]:
+    # Unix socket paths are short (108 bytes): a short private root.
+    root = tmp_path_factory.mktemp("n", numbered=True)
+    node = CsiNode(node_name, root, via_proxy(fluid, proxy, root / "kubeconfig"))
+    node.start()
+    try:
+        yield node
+    finally:
+        node.stop()
+        assert node.fuse_pids() == [], "a FUSE process outlived its node service's stop"
+        leftover = node.mounts()
+        for point in reversed(leftover):
+            subprocess.run(["umount", "-l", point], check=False)
+        assert leftover == [], f"mounts left behind: {leftover}"
+
+
+@pytest.fixture
+def kubelet(fluid: Path, csi_node: CsiNode) -> Iterator[KubeletStandin]:
+    standin = KubeletStandin(fluid, [csi_node], csi_node.root / "kubelet-standin.log")
+    standin.start()
+    try:
+        yield standin
+    finally:
+        standin.stop()
+
+
+def fusemounts(k8s: client.ApiClient, node: str) -> list[dict[str, Any]]:
+    found = client.CustomObjectsApi(k8s).list_cluster_custom_object(
+        names.GROUP, names.VERSION, "fusemounts", label_selector=names.fuse_mount_node_selector(node)
+    )
+    items: list[dict[str, Any]] = found["items"]
+    return items
+
+
+def static_pv(core: client.CoreV1Api, namespace: str, node: CsiNode, **attrs: str) -> str:
+    """A static PV of the driver (no fs-path: ``/``) bound to PVC ``data`` in ``namespace``; its
+    directory exists in the stand-in's data."""
+    pv = f"pv-{namespace}"[:63]
+    curvine_path = f"/{namespace}"
+    (node.data / names.cluster_id(MASTERS) / namespace).mkdir(parents=True, exist_ok=True)
+    attributes = {names.PARAM_MASTER_ADDRS: MASTERS, names.PARAM_CURVINE_PATH: curvine_path, **attrs}
+    core.create_persistent_volume(
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": pv},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "persistentVolumeReclaimPolicy": "Retain",
+                "claimRef": {"namespace": namespace, "name": "data"},
+                "csi": {"driver": names.CSI_DRIVER, "volumeHandle": pv, "volumeAttributes": attributes},
+            },
+        }
+    )
+    core.create_namespaced_persistent_volume_claim(
+        namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": "data"},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "volumeName": pv,
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    )
+    return pv
+
+
+def pod_using_pvc(core: client.CoreV1Api, namespace: str, name: str, node: str) -> str:
+    pod = core.create_namespaced_pod(
+        namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name},
+            "spec": {
+                "nodeName": node,
+                "containers": [{"name": "app", "image": "busybox", "command": ["sleep", "3600"]}],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}],
+            },
+        },
+    )
+    return str(pod.metadata.uid)
+
+
+def delete_pod(core: client.CoreV1Api, namespace: str, name: str) -> None:
+    core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+
+
+@pytest.fixture
+def cleanup_pv(core: client.CoreV1Api, namespace: str) -> Iterator[None]:
+    yield
+    for pv in core.list_persistent_volume().items:
+        if pv.metadata.name == f"pv-{namespace}"[:63]:
+            core.delete_persistent_volume(pv.metadata.name)
+
+
+@pytest.mark.usefixtures("kubelet", "cleanup_pv")
+def test_two_pods_one_pvc_share_one_fuse_until_both_are_gone(
+    core: client.CoreV1Api, k8s: client.ApiClient, namespace: str, csi_node: CsiNode
+) -> None:
+    pv = static_pv(core, namespace, csi_node)
+    uid_a = pod_using_pvc(core, namespace, "a", csi_node.name)
+    uid_b = pod_using_pvc(core, namespace, "b", csi_node.name)
+
+    def mirrored_with(uids: set[str]) -> dict[str, Any] | None:
+        items = fusemounts(k8s, csi_node.name)
+        if len(items) != 1:
+            return None
+        status = items[0].get("status", {})
+        targets = {t["podUID"] for v in status.get("volumes", []) for t in v.get("targets", [])}
+        return items[0] if status.get("phase") == "Ready" and targets == uids else None
+
+    mount = eventually(
+        lambda: mirrored_with({uid_a, uid_b}), "a FuseMount with both pods' targets", timeout=30
+    )
+    assert mount["status"]["refCount"] == 1
+    assert mount["spec"]["fsPath"] == "/"  # a static PV without fs-path
+    assert mount["spec"]["masterAddrs"] == MASTERS
+    assert len(csi_node.fuse_pids()) == 1
+
+    target_a = Path(names.csi_publish_target(uid_a, pv, str(csi_node.kubelet_root)))
+    target_b = Path(names.csi_publish_target(uid_b, pv, str(csi_node.kubelet_root)))
+    (target_a / "written-by-a").write_text("hello from a")
+    assert (target_b / "written-by-a").read_text() == "hello from a"
+    # Through FUSE into the cache's own directory for this PV.
+    assert (csi_node.data / names.cluster_id(MASTERS) / namespace / "written-by-a").exists()
+
+    delete_pod(core, namespace, "a")
+    mount = eventually(lambda: mirrored_with({uid_b}), "the FuseMount without pod a's target", timeout=30)
+    assert mount["status"]["refCount"] == 1
+    assert str(target_a) not in csi_node.mounts()
+    assert (target_b / "written-by-a").read_text() == "hello from a", "pod b lost its mount"
+    assert len(csi_node.fuse_pids()) == 1
+
+    delete_pod(core, namespace, "b")
+    eventually(lambda: fusemounts(k8s, csi_node.name) == [], "the FuseMount deleted", timeout=30)
+    eventually(lambda: csi_node.fuse_pids() == [], "the FUSE process stopped", timeout=15)
+    assert csi_node.mounts() == []
+
+
+def test_kubelet_calls_succeed_while_the_api_server_is_unreachable_and_the_mirror_catches_up(
+    k8s: client.ApiClient, csi_node: CsiNode, proxy: ApiProxy
+) -> None:
+    (csi_node.data / names.cluster_id(MASTERS) / "outage").mkdir(parents=True)
+    staging = csi_node.root / "staging" / "v1"
+    target = csi_node.root / "pods" / "p1" / "mount"
+    context = {names.PARAM_MASTER_ADDRS: MASTERS, names.PARAM_CURVINE_PATH: "/outage"}
+    capability = csi_pb2.VolumeCapability(
+        mount=csi_pb2.VolumeCapability.MountVolume(),
+        access_mode=csi_pb2.VolumeCapability.AccessMode(
+            mode=csi_pb2.VolumeCapability.AccessMode.MULTI_NODE_MULTI_WRITER
+        ),
+    )
+    proxy.cut()
+    with grpc.insecure_channel(f"unix://{csi_node.socket}") as channel:
+        node = csi_pb2_grpc.NodeStub(channel)
+        node.NodeStageVolume(
+            csi_pb2.NodeStageVolumeRequest(
+                volume_id="v1",
+                staging_target_path=str(staging),
+                volume_capability=capability,
+                volume_context=context,
+            ),
+            timeout=10,
+        )
+        node.NodePublishVolume(
+            csi_pb2.NodePublishVolumeRequest(
+                volume_id="v1",
+                staging_target_path=str(staging),
+                target_path=str(target),
+                volume_capability=capability,
+                volume_context=context,
+            ),
+            timeout=10,
+        )
+        assert str(target) in csi_node.mounts()
+        time.sleep(1)  # the mirror is retrying against a closed port meanwhile
+        assert fusemounts(k8s, csi_node.name) == [], "written while the API server was unreachable?"
+
+        restored = time.monotonic()
+        proxy.restore()
+        def mirrored() -> dict[str, Any] | None:
+            found = fusemounts(k8s, csi_node.name)
+            return found[0] if found and found[0].get("status", {}).get("phase") == "Ready" else None
+
+        mount = eventually(mirrored, "the FuseMount after the outage", 10)
+        lag = time.monotonic() - restored
+        print(f"mirror caught up {lag:.2f}s after the API server came back")
+        assert mount["status"]["refCount"] == 1
+        assert [t["path"] for t in mount["status"]["volumes"][0]["targets"]] == [str(target)]
+
+        proxy.cut()
+        node.NodeUnpublishVolume(
+            csi_pb2.NodeUnpublishVolumeRequest(volume_id="v1", target_path=str(target)), timeout=10
+        )
+        node.NodeUnstageVolume(
+            csi_pb2.NodeUnstageVolumeRequest(volume_id="v1", staging_target_path=str(staging)), timeout=10
+        )
+        assert csi_node.mounts() == []
+        proxy.restore()
+        eventually(lambda: fusemounts(k8s, csi_node.name) == [], "the FuseMount deleted after the outage", 10)
+
+
+@pytest.mark.usefixtures("kubelet", "cleanup_pv")
+def test_a_clientless_datasets_pv_is_refused_and_the_pod_says_why(
+    core: client.CoreV1Api, namespace: str, csi_node: CsiNode
+) -> None:
+    static_pv(core, namespace, csi_node, **{names.VOLUME_ATTR_CLIENTLESS: "true"})
+    pod_using_pvc(core, namespace, "app", csi_node.name)
+
+    def failed_mount() -> str:
+        events = core.list_namespaced_event(namespace, field_selector="involvedObject.name=app").items
+        return next((str(e.message) for e in events if e.reason == "FailedMount"), "")
+
+    message = eventually(failed_mount, "a FailedMount Event on the pod", timeout=30)
+    assert "FailedPrecondition" in message
+    assert names.LABEL_INJECT in message, message
+    assert csi_node.mounts() == []
+    assert csi_node.fuse_pids() == []
