@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from csi import mounts
+from csi.fuserunner import FuseHandle
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +74,23 @@ class FuseManager:
         self.on_restart = on_restart
         self.poll = poll  # how soon a dead FUSE is noticed
         self.starts = 0  # FUSE launches, restarts included; tests and metrics read it
+
+    # ------------------------------------------------------------------ FuseRunner
+
+    def running(self, key: str) -> bool:
+        return key in self.processes
+
+    def handle(self, key: str) -> FuseHandle | None:
+        proc = self.processes.get(key)
+        return None if proc is None else FuseHandle(pid=proc.pid)
+
+    async def launch(self, key: str, argv: list[str], mnt_path: str) -> FuseHandle:
+        return FuseHandle(pid=await self.start(key, argv, mnt_path))
+
+    def takeover(self, key: str, argv: list[str], mnt_path: str, handle: FuseHandle) -> bool:
+        return bool(handle.pid) and self.adopt(key, argv, mnt_path, handle.pid or 0)
+
+    # ------------------------------------------------------------------ processes
 
     async def start(self, key: str, argv: list[str], mnt_path: str) -> int:
         """Launch FUSE for ``key`` and wait for its mount; returns the pid."""

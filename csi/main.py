@@ -12,10 +12,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 
 from csi.backend import LocalBackend
 from csi.controller_service import ControllerServicer
+from csi.fusepods import FusePodManager
+from csi.fuserunner import FuseRunner
 from csi.identity import IdentityServicer
 from csi.node_service import NodeService
 from csi.publisher import MirrorPublisher
@@ -57,6 +60,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default="embedded",
         help="embedded: FUSE is this process's child; standalone: one FUSE pod per mount key",
     )
+    p.add_argument(
+        "--fuse-image",
+        default=os.environ.get("FUSE_IMAGE", "kubectl-fluid:latest"),
+        help="standalone: the image of the FUSE pods (it must hold --fuse-binary)",
+    )
     p.add_argument("--kubeconfig", help="for the FuseMount mirror (default: KUBECONFIG, then in-cluster)")
     p.add_argument(
         "--mirror",
@@ -82,6 +90,12 @@ def build_mirror(args: argparse.Namespace) -> MirrorPublisher | None:
     return MirrorPublisher(args.node_id, lambda: client.connect(args.kubeconfig))
 
 
+def build_fuse_runner(args: argparse.Namespace) -> FuseRunner | None:
+    if args.mount_mode != "standalone":
+        return None  # the node service's default: embedded
+    return FusePodManager(args.node_id, lambda: client.connect(args.kubeconfig), args.fuse_image)
+
+
 def build_server(
     args: argparse.Namespace, mirror: MirrorPublisher | None = None
 ) -> tuple[CsiServer, NodeService | None]:
@@ -94,6 +108,7 @@ def build_server(
             args.fuse_binary.split(),
             mode=args.mount_mode,
             mirror=mirror.publish if mirror else None,
+            fuse=build_fuse_runner(args),
         )
         if args.mode != "controller"
         else None

@@ -27,6 +27,7 @@ from csi import state as st
 from csi.controller_service import KeyedLocks
 from csi.fusecmd import fuse_argv
 from csi.fusemanager import FuseManager
+from csi.fuserunner import FuseHandle, FuseRunner
 from csi.mountkey import fuse_mount_dir, mount_key, pod_sub_path
 from csi.proto import csi_pb2, csi_pb2_grpc
 from csi.rpcerrors import Context, RpcFailure, required, rpc
@@ -48,6 +49,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         *,
         mode: names.MountMode = "embedded",
         mirror: Callable[[st.NodeState], None] | None = None,
+        fuse: FuseRunner | None = None,
     ) -> None:
         self.node_id = node_id
         self.state_path = Path(state_dir) / names.CSI_STATE_FILE
@@ -55,7 +57,9 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         self.fuse_command = fuse_command  # argv prefix: the binary, or an interpreter and a module
         self.mode = mode
         self.state = statefile.load(self.state_path)
-        self.fuse = FuseManager(on_restart=self._on_fuse_restart)
+        # Embedded unless told otherwise: a supervised child per mount key.
+        self.fuse: FuseRunner = fuse if fuse is not None else FuseManager()
+        self.fuse.on_restart = self._on_fuse_restart
         self.locks = KeyedLocks()
         # Told every saved state (the FuseMount publisher); must return at once.
         self.mirror = mirror
@@ -77,21 +81,26 @@ class NodeService(csi_pb2_grpc.NodeServicer):
 
     async def _ensure_fuse(self, key: str) -> None:
         entry = self.state.mounts[key]
-        if key in self.fuse.processes:
+        if self.fuse.running(key) or self._takeover(entry):
             return
-        if entry.pid and self.fuse.adopt(key, self._argv(entry), entry.mnt_path, entry.pid):
-            return
-        pid = await self.fuse.start(key, self._argv(entry), entry.mnt_path)
-        self._save(st.set_process(self.state, key, pid=pid))
+        await self._launch(entry)
+
+    def _takeover(self, entry: st.MountEntry) -> bool:
+        known = FuseHandle(pid=entry.pid, pod_name=entry.pod_name)
+        return self.fuse.takeover(entry.key, self._argv(entry), entry.mnt_path, known)
+
+    async def _launch(self, entry: st.MountEntry) -> None:
+        handle = await self.fuse.launch(entry.key, self._argv(entry), entry.mnt_path)
+        self._save(st.set_process(self.state, entry.key, pid=handle.pid, pod_name=handle.pod_name))
 
     def _on_fuse_restart(self, key: str) -> None:
         """A restarted FUSE is a new mount: binds into the old one are dead, make them again."""
         entry = self.state.mounts.get(key)
         if entry is None:
             return
-        proc = self.fuse.processes.get(key)
-        if proc is not None:
-            self._save(st.set_process(self.state, key, pid=proc.pid))
+        handle = self.fuse.handle(key)
+        if handle is not None:
+            self._save(st.set_process(self.state, key, pid=handle.pid, pod_name=handle.pod_name))
         self._rebind(entry)
 
     def _rebind(self, entry: st.MountEntry) -> None:
@@ -111,18 +120,14 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         for key, entry in list(self.state.mounts.items()):
             async with self.locks.hold(key):
                 if entry.refcount == 0:
-                    if entry.pid and self.fuse.adopt(key, self._argv(entry), entry.mnt_path, entry.pid):
+                    if self._takeover(entry):
                         await self.fuse.stop(key)
                     _detach(entry.mnt_path)
                     _remove_empty(entry.mnt_path)
                     self._save(st.remove_mount(self.state, key))
                     continue
-                adopted = bool(entry.pid) and self.fuse.adopt(
-                    key, self._argv(entry), entry.mnt_path, entry.pid or 0
-                )
-                if not adopted:
-                    pid = await self.fuse.start(key, self._argv(entry), entry.mnt_path)
-                    self._save(st.set_process(self.state, key, pid=pid))
+                if not self._takeover(entry):
+                    await self._launch(entry)
                 self._rebind(self.state.mounts[key])
                 self._save(st.set_phase(self.state, key, "Ready", now=st.timestamp()))
 

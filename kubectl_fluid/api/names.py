@@ -350,6 +350,21 @@ def fuse_mount_labels(node: str, mount_key: str) -> dict[str, str]:
     return {LABEL_NODE: fit_63(node), LABEL_MOUNT_KEY: mount_key}
 
 
+# Standalone mount mode: the FUSE of one (node, mount key) runs in a pod of its own.
+FUSE_POD_COMPONENT: Final = "curvine-fuse"
+FUSE_POD_CONTAINER: Final = "fuse"
+FUSE_POD_PREFIX: Final = "curvine-fuse"
+
+
+def fuse_pod_name(node: str, mount_key: str) -> str:
+    """Name of the standalone FUSE pod of one (node, mount key): a DNS label."""
+    return fit_63(f"{FUSE_POD_PREFIX}-{mount_key[:FUSE_MOUNT_KEY_PREFIX_LENGTH]}-{node}")
+
+
+def fuse_pod_labels(node: str, mount_key: str) -> dict[str, str]:
+    return {LABEL_APP_COMPONENT: FUSE_POD_COMPONENT, **fuse_mount_labels(node, mount_key)}
+
+
 def fuse_mount_node_selector(node: str) -> str:
     """Label selector for one node's FuseMounts (node names may exceed a label value's 63)."""
     return f"{LABEL_NODE}={fit_63(node)}"

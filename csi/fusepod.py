@@ -1,0 +1,57 @@
+"""Standalone mount mode: the pod that runs the FUSE of one (node, mount key) (SPEC §5).
+
+The node service creates it pinned to its own node; the pod mounts FUSE at the same host path the
+embedded mode would use, through a hostPath volume with Bidirectional propagation, so the mount is
+visible to the node service (and from there bind-mounted into application pods). A pure function:
+the node service's FusePodManager sends what this returns.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from kubectl_fluid.api import names
+
+
+def fuse_pod(node: str, mount_key: str, argv: list[str], mnt_path: str, image: str) -> dict[str, Any]:
+    key_dir = os.path.dirname(mnt_path)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": names.fuse_pod_name(node, mount_key),
+            "namespace": names.FLUID_NAMESPACE,
+            "labels": names.fuse_pod_labels(node, mount_key),
+        },
+        "spec": {
+            "nodeName": node,
+            # The node service restarts FUSE itself (a new mount means its binds must be made again),
+            # so kubelet must not restart the container behind its back.
+            "restartPolicy": "Never",
+            # The cache's masters are addressed as the node sees them, as the embedded FUSE would.
+            "hostNetwork": True,
+            "dnsPolicy": "ClusterFirstWithHostNet",
+            "enableServiceLinks": False,
+            "automountServiceAccountToken": False,
+            "terminationGracePeriodSeconds": 30,
+            # Pods on a tainted node may still use a volume staged there.
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [
+                {
+                    "name": names.FUSE_POD_CONTAINER,
+                    "image": image,
+                    "command": argv,
+                    "securityContext": {"privileged": True},
+                    "volumeMounts": [
+                        {"name": "mount-key", "mountPath": key_dir, "mountPropagation": "Bidirectional"},
+                        {"name": "dev-fuse", "mountPath": "/dev/fuse"},
+                    ],
+                }
+            ],
+            "volumes": [
+                {"name": "mount-key", "hostPath": {"path": key_dir, "type": "DirectoryOrCreate"}},
+                {"name": "dev-fuse", "hostPath": {"path": "/dev/fuse", "type": "CharDevice"}},
+            ],
+        },
+    }

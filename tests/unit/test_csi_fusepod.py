@@ -1,0 +1,43 @@
+"""The standalone FUSE pod: pinned to its node, FUSE mounted where the node service looks for it."""
+
+from __future__ import annotations
+
+import os
+
+from csi.fusepod import fuse_pod
+from kubectl_fluid.api import names
+
+NODE = "node-a.example.internal"
+KEY = "0123456789abcdef0123456789abcdef"
+MNT = f"/var/lib/kubelet/plugins/kubernetes.io/csi/curvine/{KEY}/fuse-mount"
+ARGV = ["/opt/curvine/curvine-fuse", "--master-addrs", "m:8995", "--fs-path", "/", "--mnt-path", MNT]
+
+
+def test_the_pod_runs_the_fuse_command_on_its_node_with_the_mount_propagated_back() -> None:
+    pod = fuse_pod(NODE, KEY, ARGV, MNT, "img:1")
+    meta, spec = pod["metadata"], pod["spec"]
+    assert meta["name"] == names.fuse_pod_name(NODE, KEY)
+    assert len(meta["name"]) <= 63
+    assert meta["namespace"] == names.FLUID_NAMESPACE
+    assert meta["labels"][names.LABEL_MOUNT_KEY] == KEY
+    assert spec["nodeName"] == NODE
+    assert spec["restartPolicy"] == "Never"  # the node service replaces it and re-binds
+    (container,) = spec["containers"]
+    assert container["command"] == ARGV
+    assert container["image"] == "img:1"
+    assert container["securityContext"]["privileged"]
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    key_dir = os.path.dirname(MNT)
+    assert mounts["mount-key"]["mountPath"] == key_dir
+    assert mounts["mount-key"]["mountPropagation"] == "Bidirectional"
+    assert volumes["mount-key"]["hostPath"]["path"] == key_dir
+    assert volumes["dev-fuse"]["hostPath"] == {"path": "/dev/fuse", "type": "CharDevice"}
+
+
+def test_names_stay_distinct_and_short_for_long_node_names() -> None:
+    long_node = "n" * 80
+    a, b = names.fuse_pod_name(long_node, KEY), names.fuse_pod_name(long_node + "x", KEY)
+    assert a != b
+    assert max(len(a), len(b)) <= 63
+    assert names.fuse_pod_name(NODE, KEY) != names.fuse_pod_name(NODE, "f" * 32)
