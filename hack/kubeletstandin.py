@@ -3,7 +3,9 @@
 kwok turns pods Running without a kubelet, so nothing would call the node service. This process
 watches pods, PVCs and PVs, and for the pods on the nodes it serves that use PVs of our driver it
 makes kubelet's calls to that node's node service: NodeStage then NodePublish when a pod arrives,
-NodeUnpublish when it goes, NodeUnstage when no pod on the node uses the volume any more.
+NodeUnpublish when it goes, NodeUnstage when no pod on the node uses the volume any more. It also
+runs the containers of the node services' standalone FUSE pods (the image is ignored: the command
+runs as a local process), since those are the only pods here whose containers must really run.
 
 Like kubelet, it keeps no state of its own: what is staged and published is read back from the
 ``vol_data.json`` records it writes beside each staging and publish directory (kubelet's own layout),
@@ -23,6 +25,8 @@ import json
 import logging
 import os
 import shutil
+import signal
+import subprocess
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from kubelet_volumes import Publication, plan, wanted
+from kubelet_volumes import Publication, plan, pod_running_here, wanted
 
 from csi.proto import csi_pb2, csi_pb2_grpc
 from kubectl_fluid import logs
@@ -103,11 +107,15 @@ class Standin:
         self.pvcs = WatchCache(api, resources.PERSISTENT_VOLUME_CLAIMS)
         self.pvs = WatchCache(api, resources.PERSISTENT_VOLUMES)
         self.wake = asyncio.Event()
+        # FUSE pods run from their own loop: a NodeStage in standalone mode waits for the very FUSE
+        # pod this process must start, so the volume loop cannot be what starts it.
+        self.wake_fuse = asyncio.Event()
         # (pod uid, pv) → the last failure reported on the pod, so a retry that fails the same way
         # does not post the same Event every pass.
         self.reported: dict[tuple[str, str], str] = {}
+        self.fuse_containers: dict[str, subprocess.Popen[bytes]] = {}  # by pod uid
         for cache in (self.pods, self.pvcs, self.pvs):
-            cache.add_handler(lambda _event, _obj: self.wake.set())
+            cache.add_handler(self._changed)
 
     async def run(self) -> None:
         for node in self.nodes.values():
@@ -117,6 +125,7 @@ class Standin:
             for cache in (self.pods, self.pvcs, self.pvs):
                 await cache.synced.wait()
             log.info("serving nodes %s", ", ".join(sorted(self.nodes)))
+            tasks.append(asyncio.create_task(self._fuse_pod_loop()))
             print("ready", flush=True)
             while True:
                 self.wake.clear()
@@ -126,6 +135,19 @@ class Standin:
         finally:
             for task in tasks:
                 task.cancel()
+            for uid in list(self.fuse_containers):
+                self._kill_container(uid)
+
+    def _changed(self, _event: str, _obj: dict[str, Any]) -> None:
+        self.wake.set()
+        self.wake_fuse.set()
+
+    async def _fuse_pod_loop(self) -> None:
+        while True:
+            self.wake_fuse.clear()
+            self.run_fuse_pods()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.wake_fuse.wait(), self.resync)
 
     async def reconcile(self) -> None:
         want = wanted(
@@ -154,6 +176,38 @@ class Standin:
         for node_name, handle in todo.unstage:
             if (node_name, handle) not in still_published:
                 await self._quiet(self._unstage(self.nodes[node_name], handle))
+
+    def run_fuse_pods(self) -> None:
+        want = {
+            pod["metadata"]["uid"]: pod
+            for pod in self.pods.items(names.FLUID_NAMESPACE)
+            if pod["metadata"].get("labels", {}).get(names.LABEL_APP_COMPONENT) == names.FUSE_POD_COMPONENT
+            and pod_running_here(pod, self.nodes)
+        }
+        for uid in [uid for uid in self.fuse_containers if uid not in want]:
+            self._kill_container(uid)
+        for uid, pod in want.items():
+            if uid in self.fuse_containers:
+                continue  # restartPolicy Never: an exited container stays exited
+            container = pod["spec"]["containers"][0]
+            argv = [*container.get("command", []), *container.get("args", [])]
+            env = {**os.environ, **{e["name"]: e.get("value", "") for e in container.get("env", [])}}
+            self.fuse_containers[uid] = subprocess.Popen(
+                argv, env=env, stdin=subprocess.DEVNULL, start_new_session=True
+            )
+            log.info("started FUSE pod %s's container", pod["metadata"]["name"])
+
+    def _kill_container(self, uid: str) -> None:
+        proc = self.fuse_containers.pop(uid)
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        log.info("stopped a FUSE pod's container (pid %d)", proc.pid)
 
     async def _call(self, pub: Publication, what: str, call: Any) -> bool:
         try:

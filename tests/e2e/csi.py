@@ -209,8 +209,10 @@ class KubeletStandin(LocalProcess):
         argv += ["--resync", "1"]
         for node in self.nodes:
             argv += ["--node", f"{node.name}={node.socket}={node.kubelet_root}"]
+        # It runs the standalone FUSE pods' commands: the FUSE stand-in needs to know its data.
+        env = {**os.environ, "CURVINE_STANDIN_DATA": str(self.nodes[0].data)}
         with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env)
         eventually(self._ready, "kubelet stand-in ready", timeout=30)
 
     def _ready(self) -> bool:

@@ -6,7 +6,9 @@ Read back through the official client and the kernel's mount table, not through 
 
 from __future__ import annotations
 
+import os
 import secrets
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
@@ -20,6 +22,7 @@ from kubernetes import client
 from csi.proto import csi_pb2, csi_pb2_grpc
 from kubectl_fluid.api import names
 from tests.e2e.csi import ApiProxy, CsiNode, KubeletStandin, node_object, upstream_of, via_proxy
+from tests.e2e.fluid import service_account_kubeconfig
 from tests.e2e.wait import eventually
 
 pytestmark = pytest.mark.skipif(
@@ -27,6 +30,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 MASTERS = "127.0.0.1:18995"
+CSI_NODE_ACCOUNT = "fluid-csi-node"  # manifests/csi/node-daemonset.yaml
 
 
 @pytest.fixture
@@ -49,22 +53,45 @@ def proxy(kubeconfig: Path) -> Iterator[ApiProxy]:
         p.cut()
 
 
+@pytest.fixture(scope="session")
+def csi_node_kubeconfig(
+    fluid: Path, core: client.CoreV1Api, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The node DaemonSet's ServiceAccount: the node service gets exactly the RBAC of manifests/csi."""
+    out = tmp_path_factory.mktemp("sa") / "csi-node.kubeconfig"
+    return service_account_kubeconfig(fluid, core, out, account=CSI_NODE_ACCOUNT)
+
+
+@pytest.fixture
+def mount_mode() -> str:
+    return "embedded"
+
+
 @pytest.fixture
 def csi_node(
-    fluid: Path, node_name: str, proxy: ApiProxy, tmp_path_factory: pytest.TempPathFactory
+    csi_node_kubeconfig: Path,
+    node_name: str,
+    proxy: ApiProxy,
+    mount_mode: str,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[CsiNode]:
     # Unix socket paths are short (108 bytes): a short private root.
     root = tmp_path_factory.mktemp("n", numbered=True)
-    node = CsiNode(node_name, root, via_proxy(fluid, proxy, root / "kubeconfig"))
+    kubeconfig = via_proxy(csi_node_kubeconfig, proxy, root / "kubeconfig")
+    node = CsiNode(node_name, root, kubeconfig, extra=[f"--mount-mode={mount_mode}"])
     node.start()
     try:
         yield node
     finally:
         node.stop()
-        assert node.fuse_pids() == [], "a FUSE process outlived its node service's stop"
+        # Clean up first, then complain: a failed test must not leak into the next ones.
+        fuse = node.fuse_pids()
+        for pid in fuse:
+            os.kill(pid, signal.SIGKILL)
         leftover = node.mounts()
         for point in reversed(leftover):
             subprocess.run(["umount", "-l", point], check=False)
+        assert fuse == [], "a FUSE process outlived the volumes that used it"
         assert leftover == [], f"mounts left behind: {leftover}"
 
 
@@ -154,9 +181,17 @@ def cleanup_pv(core: client.CoreV1Api, namespace: str) -> Iterator[None]:
             core.delete_persistent_volume(pv.metadata.name)
 
 
+def fuse_pods(core: client.CoreV1Api, node: str) -> list[client.V1Pod]:
+    pods = core.list_namespaced_pod(
+        names.FLUID_NAMESPACE, label_selector=f"{names.LABEL_APP_COMPONENT}={names.FUSE_POD_COMPONENT}"
+    ).items
+    return [p for p in pods if p.spec.node_name == node and not p.metadata.deletion_timestamp]
+
+
 @pytest.mark.usefixtures("kubelet", "cleanup_pv")
+@pytest.mark.parametrize("mount_mode", ["embedded", "standalone"])
 def test_two_pods_one_pvc_share_one_fuse_until_both_are_gone(
-    core: client.CoreV1Api, k8s: client.ApiClient, namespace: str, csi_node: CsiNode
+    core: client.CoreV1Api, k8s: client.ApiClient, namespace: str, csi_node: CsiNode, mount_mode: str
 ) -> None:
     pv = static_pv(core, namespace, csi_node)
     uid_a = pod_using_pvc(core, namespace, "a", csi_node.name)
@@ -176,7 +211,12 @@ def test_two_pods_one_pvc_share_one_fuse_until_both_are_gone(
     assert mount["status"]["refCount"] == 1
     assert mount["spec"]["fsPath"] == "/"  # a static PV without fs-path
     assert mount["spec"]["masterAddrs"] == MASTERS
+    assert mount["spec"]["mode"] == mount_mode
     assert len(csi_node.fuse_pids()) == 1
+    if mount_mode == "standalone":
+        (fuse_pod,) = fuse_pods(core, csi_node.name)
+        assert mount["status"]["podName"] == fuse_pod.metadata.name
+        assert fuse_pod.spec.containers[0].command[-6:-4] == ["--master-addrs", MASTERS]
 
     target_a = Path(names.csi_publish_target(uid_a, pv, str(csi_node.kubelet_root)))
     target_b = Path(names.csi_publish_target(uid_b, pv, str(csi_node.kubelet_root)))
@@ -196,6 +236,7 @@ def test_two_pods_one_pvc_share_one_fuse_until_both_are_gone(
     eventually(lambda: fusemounts(k8s, csi_node.name) == [], "the FuseMount deleted", timeout=30)
     eventually(lambda: csi_node.fuse_pids() == [], "the FUSE process stopped", timeout=15)
     assert csi_node.mounts() == []
+    assert fuse_pods(core, csi_node.name) == []
 
 
 def test_kubelet_calls_succeed_while_the_api_server_is_unreachable_and_the_mirror_catches_up(
@@ -239,6 +280,7 @@ def test_kubelet_calls_succeed_while_the_api_server_is_unreachable_and_the_mirro
 
         restored = time.monotonic()
         proxy.restore()
+
         def mirrored() -> dict[str, Any] | None:
             found = fusemounts(k8s, csi_node.name)
             return found[0] if found and found[0].get("status", {}).get("phase") == "Ready" else None
