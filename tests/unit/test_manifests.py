@@ -6,7 +6,9 @@ the API server (it prunes unknown fields) would both let pass silently."""
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -523,3 +525,360 @@ def test_schema_checker_catches_typos() -> None:
         ".spec.runtimeClassname: unknown field",
         ".spec.worker.replicas: expected integer, got str",
     ]
+
+
+# --- the CSI driver (SPEC §5) ------------------------------------------------------------------------
+
+CSI_DRIVER_OBJECT = "csi/csidriver.yaml"
+CSI_RBAC = "csi/rbac.yaml"
+CSI_CONTROLLER = "csi/controller-deployment.yaml"
+CSI_NODE = "csi/node-daemonset.yaml"
+STORAGE_CLASS_SAMPLE = "samples/storageclass-curvine.yaml"
+STATIC_PV_SAMPLE = "samples/pv-curvine-static.yaml"
+VERSIONS_ENV = MANIFESTS.parent / "hack" / "versions.env"
+# Third-party images: the Kubernetes CSI sidecars, each pinned to a release.
+SIDECAR_IMAGE = re.compile(r"registry\.k8s\.io/sig-storage/(?P<name>[a-z0-9-]+):(?P<tag>v\d+\.\d+\.\d+)")
+WORKLOADS = ("Deployment", "DaemonSet", "StatefulSet")
+KUBELET_REGISTRY = "/var/lib/kubelet/plugins_registry"
+
+# The provisioner's whole access (external-provisioner v5.3.0 for a driver with CREATE_DELETE_VOLUME
+# and nothing else: no topology, no ControllerPublish, no snapshots, clones or capacity).
+EXPECTED_PROVISIONER_GRANTS = {
+    *(("", "persistentvolumes", v, ()) for v in ("get", "list", "watch", "create", "patch", "delete")),
+    *(("", "persistentvolumeclaims", v, ()) for v in ("get", "list", "watch", "update")),
+    *(("storage.k8s.io", "storageclasses", v, ()) for v in READ),
+    ("", "nodes", "get", ()),
+    *(("", "events", v, ()) for v in ("create", "patch")),
+}
+# The node service's: the FuseMount mirror, its Node, FUSE pods (standalone mode) in fluid-system only.
+EXPECTED_CSI_NODE_CLUSTER_GRANTS = {
+    *((names.GROUP, "fusemounts", v, ()) for v in CRUD),
+    *((names.GROUP, "fusemounts/status", v, ()) for v in ("get", "update", "patch")),
+    ("", "nodes", "get", ()),
+}
+EXPECTED_CSI_NODE_NAMESPACE_GRANTS = {
+    ("", "pods", v, ()) for v in ("get", "list", "watch", "create", "delete")
+}
+
+
+def provisioner_lease() -> str:
+    """The Lease csi-provisioner elects its leader with: the driver name, sanitised (csi-lib-utils)."""
+    return re.sub(r"[^a-zA-Z0-9-]", "-", names.CSI_DRIVER)
+
+
+def pinned(key: str) -> str:
+    for line in VERSIONS_ENV.read_text().splitlines():
+        name, sep, value = line.partition("=")
+        if sep and name.strip() == key:
+            return value.strip()
+    raise AssertionError(f"{key} is not pinned in {VERSIONS_ENV}")
+
+
+def pod_spec(path: str, kind: str) -> Doc:
+    spec: Doc = one(path, kind)["spec"]["template"]["spec"]
+    return spec
+
+
+def container_named(pod: Doc, name: str) -> Doc:
+    container: Doc
+    (container,) = [c for c in pod["containers"] if c["name"] == name]
+    return container
+
+
+def sidecar(pod: Doc, image_name: str) -> Doc:
+    container: Doc
+    (container,) = [
+        c
+        for c in pod["containers"]
+        if (m := SIDECAR_IMAGE.fullmatch(c["image"])) is not None and m["name"] == image_name
+    ]
+    return container
+
+
+def driver_args(container: Doc) -> argparse.Namespace:
+    """The driver container's command line as ``fluid-csi`` itself parses it, after kubelet's
+    ``$(VAR)`` expansion (a fieldRef variable becomes ``<VAR>``)."""
+    from csi.main import parse_args
+
+    assert container["command"] == ["fluid-csi"]
+    env = {e["name"]: e.get("value", f"<{e['name']}>") for e in container.get("env", [])}
+    expanded = [re.sub(r"\$\((\w+)\)", lambda m: env[m[1]], arg) for arg in container["args"]]
+    return parse_args(expanded)
+
+
+def socket_of(endpoint: str) -> str:
+    from csi.server import socket_path
+
+    return str(socket_path(endpoint))
+
+
+def volume_source(pod: Doc, container: Doc, path: str) -> tuple[Doc, Doc]:
+    """The volumeMount of ``container`` that ``path`` lies in (the deepest one) and its volume."""
+    mounts = [
+        m
+        for m in container["volumeMounts"]
+        if path == m["mountPath"] or path.startswith(m["mountPath"].rstrip("/") + "/")
+    ]
+    assert mounts, f"{path} is on no volume of container {container['name']}"
+    mount = max(mounts, key=lambda m: len(m["mountPath"]))
+    (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+    return mount, volume
+
+
+def host_path_at_same_path(pod: Doc, container: Doc, path: str) -> Doc:
+    """The mount holding ``path``, checked to be a hostPath mounted at its own host path: kubelet
+    hands the driver host paths, so inside and outside must agree."""
+    mount, volume = volume_source(pod, container, path)
+    assert "hostPath" in volume, f"{path} is not on the host"
+    assert volume["hostPath"]["path"] == mount["mountPath"], f"{path}: host and container paths differ"
+    return mount
+
+
+def product_image() -> str:
+    image: str = pod_spec("controller/deployment.yaml", "Deployment")["containers"][0]["image"]
+    return image
+
+
+def test_csi_driver_object_matches_spec() -> None:
+    driver = one(CSI_DRIVER_OBJECT, "CSIDriver")
+    assert driver["apiVersion"] == "storage.k8s.io/v1"
+    assert driver["metadata"]["name"] == names.CSI_DRIVER
+    spec = driver["spec"]
+    assert spec["attachRequired"] is False  # no ControllerPublish capability
+    assert spec["podInfoOnMount"] is True
+    assert spec["volumeLifecycleModes"] == ["Persistent"]
+    # A shared filesystem: kubelet must never chown a volume recursively for one pod's fsGroup.
+    assert spec["fsGroupPolicy"] == "None"
+
+
+def test_every_workload_image_is_ours_or_a_pinned_sidecar() -> None:
+    ours = product_image()
+    seen = set()
+    for path, doc in objects():
+        if rel(path).startswith("samples/") or doc["kind"] not in WORKLOADS:
+            continue
+        pod = doc["spec"]["template"]["spec"]
+        for container in [*pod.get("initContainers", []), *pod["containers"]]:
+            image = container["image"]
+            where = f"{rel(path)}: {container['name']}"
+            if image != ours:
+                match = SIDECAR_IMAGE.fullmatch(image)
+                assert match is not None, f"{where}: {image} is neither {ours} nor a pinned sidecar"
+                seen.add(match["name"])
+    assert seen == {"csi-provisioner", "csi-node-driver-registrar"}
+    # The provisioner the e2e suite builds and runs (hack/versions.env) is the one shipped.
+    provisioner = sidecar(pod_spec(CSI_CONTROLLER, "Deployment"), "csi-provisioner")
+    assert provisioner["image"].endswith(f":{pinned('CSI_PROVISIONER_VERSION')}")
+
+
+def test_csi_controller_shares_its_socket_with_the_provisioner() -> None:
+    deployment = one(CSI_CONTROLLER, "Deployment")
+    assert deployment["metadata"]["namespace"] == names.FLUID_NAMESPACE
+    pod = pod_spec(CSI_CONTROLLER, "Deployment")
+    driver = container_named(pod, "csi-driver")
+    args = driver_args(driver)
+    assert args.mode == "controller"
+    socket = socket_of(args.endpoint)
+    provisioner = sidecar(pod, "csi-provisioner")
+    provisioner_flags = flags(provisioner)
+    assert socket_of(provisioner_flags["csi-address"]) == socket
+    driver_mount, volume = volume_source(pod, driver, socket)
+    provisioner_mount, same = volume_source(pod, provisioner, socket)
+    assert volume is same
+    assert "emptyDir" in volume
+    assert driver_mount["mountPath"] == provisioner_mount["mountPath"]
+    # Leader election among replicas, in the namespace of the Role that grants its Lease.
+    assert "leader-election" in provisioner_flags
+    (role,) = [
+        r for r in find(CSI_RBAC, "Role") if r["metadata"]["name"] == "fluid-csi-provisioner-leader-election"
+    ]
+    assert provisioner_flags["leader-election-namespace"] == role["metadata"]["namespace"]
+    assert "node-deployment" not in provisioner_flags
+    # Health: the driver's own port, and the provisioner's leader-election check.
+    assert driver["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container_port(driver, driver["livenessProbe"]["httpGet"]["port"]) == args.health_port
+    assert container_port(driver, driver["readinessProbe"]["httpGet"]["port"]) == args.health_port
+    get = provisioner["livenessProbe"]["httpGet"]
+    assert get["path"] == "/healthz/leader-election"
+    assert f":{container_port(provisioner, get['port'])}" == provisioner_flags["http-endpoint"]
+    # The controller's backend is the tree the node's FUSE stand-ins serve: the same host directory.
+    host_path_at_same_path(pod, driver, args.backend_root)
+    node = container_named(pod_spec(CSI_NODE, "DaemonSet"), "csi-driver")
+    standin = {e["name"]: e.get("value") for e in node["env"]}
+    assert standin["CURVINE_STANDIN_DATA"] == args.backend_root
+    for container in pod["containers"]:
+        assert container["securityContext"]["allowPrivilegeEscalation"] is False
+        assert container["securityContext"]["readOnlyRootFilesystem"] is True
+        assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
+
+
+def test_csi_node_mounts_propagate_to_the_host() -> None:
+    daemonset = one(CSI_NODE, "DaemonSet")
+    assert daemonset["metadata"]["namespace"] == names.FLUID_NAMESPACE
+    pod = pod_spec(CSI_NODE, "DaemonSet")
+    driver = container_named(pod, "csi-driver")
+    args = driver_args(driver)
+    assert args.mode == "node"
+    node_name = next(e for e in driver["env"] if e["name"] == "NODE_NAME")
+    assert node_name["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
+    assert args.node_id == "<NODE_NAME>"
+    # Bidirectional propagation needs a privileged container; FUSE and mount(2) need root.
+    security = driver["securityContext"]
+    assert security["privileged"] is True
+    assert security["runAsUser"] == 0
+    assert args.mount_root == names.KUBELET_PLUGINS_ROOT
+    # Everything the driver mounts lies on a Bidirectional hostPath mount at its own host path: the
+    # FUSE mount of a key, kubelet's staging path of a volume, and a pod's target.
+    key = "0" * names.MOUNT_KEY_LENGTH
+    for path in (
+        names.fuse_mount_path(key, args.mount_root),
+        names.csi_staging_path("c0ffee00@/@pvc-1", args.mount_root),
+        names.csi_publish_target("0c6b4a52-1b1e-4f0e-9a57-0d2f3c1e5a77", "pvc-1"),
+    ):
+        mount = host_path_at_same_path(pod, driver, path)
+        assert mount.get("mountPropagation") == "Bidirectional", path
+    # The state file and live FUSE mounts outlive the container (recovery after a restart).
+    assert "mountPropagation" not in host_path_at_same_path(pod, driver, args.state_dir)
+    _, fuse = volume_source(pod, driver, "/dev/fuse")
+    assert fuse["hostPath"] == {"path": "/dev/fuse", "type": "CharDevice"}
+    assert container_port(driver, driver["livenessProbe"]["httpGet"]["port"]) == args.health_port
+
+
+def test_csi_node_registers_its_socket_with_kubelet() -> None:
+    pod = pod_spec(CSI_NODE, "DaemonSet")
+    driver = container_named(pod, "csi-driver")
+    socket = socket_of(driver_args(driver).endpoint)
+    registrar = sidecar(pod, "csi-node-driver-registrar")
+    registrar_flags = flags(registrar)
+    assert socket_of(registrar_flags["csi-address"]) == socket
+    driver_mount, volume = volume_source(pod, driver, socket)
+    registrar_mount, same = volume_source(pod, registrar, socket)
+    assert volume is same
+    assert driver_mount["mountPath"] == registrar_mount["mountPath"]
+    # kubelet dials the socket on the host: the per-driver plugin directory.
+    host_dir = f"{names.KUBELET_PLUGINS_ROOT}/{names.CSI_DRIVER}"
+    assert volume["hostPath"]["path"] == host_dir
+    relative = Path(socket).relative_to(driver_mount["mountPath"])
+    assert registrar_flags["kubelet-registration-path"] == f"{host_dir}/{relative}"
+    registration = [
+        m for m in registrar["volumeMounts"] if m["mountPath"] == "/registration"
+    ]  # where the registrar puts its own socket for kubelet's plugin watcher
+    assert len(registration) == 1
+    (volume,) = [v for v in pod["volumes"] if v["name"] == registration[0]["name"]]
+    assert volume["hostPath"]["path"] == KUBELET_REGISTRY
+    get = registrar["livenessProbe"]["httpGet"]
+    assert f":{container_port(registrar, get['port'])}" == registrar_flags["http-endpoint"]
+
+
+def test_csi_rbac_is_least_privilege() -> None:
+    by_name = {role["metadata"]["name"]: role for role in find(CSI_RBAC, "ClusterRole")}
+    roles = {role["metadata"]["name"]: role for role in find(CSI_RBAC, "Role")}
+    for rule in [r for role in (*by_name.values(), *roles.values()) for r in role["rules"]]:
+        assert "*" not in [*rule["verbs"], *rule["resources"], *rule["apiGroups"]], rule
+        assert "nonResourceURLs" not in rule, rule
+        assert "secrets" not in rule["resources"], rule
+    assert named_grants(by_name["fluid-csi-provisioner"]["rules"]) == EXPECTED_PROVISIONER_GRANTS
+    assert named_grants(by_name["fluid-csi-node"]["rules"]) == EXPECTED_CSI_NODE_CLUSTER_GRANTS
+    for role in roles.values():
+        assert role["metadata"]["namespace"] == names.FLUID_NAMESPACE
+    assert named_grants(roles["fluid-csi-provisioner-leader-election"]["rules"]) == {
+        ("coordination.k8s.io", "leases", "create", ()),
+        *(("coordination.k8s.io", "leases", v, (provisioner_lease(),)) for v in ("get", "update")),
+    }
+    assert named_grants(roles["fluid-csi-node-fuse-pods"]["rules"]) == EXPECTED_CSI_NODE_NAMESPACE_GRANTS
+
+
+def test_csi_roles_are_bound_to_the_workloads_service_accounts() -> None:
+    accounts = {a["metadata"]["name"]: a["metadata"] for a in find(CSI_RBAC, "ServiceAccount")}
+    workloads = {
+        "fluid-csi-controller": pod_spec(CSI_CONTROLLER, "Deployment"),
+        "fluid-csi-node": pod_spec(CSI_NODE, "DaemonSet"),
+    }
+    assert set(accounts) == set(workloads)
+    for name, pod in workloads.items():
+        assert pod["serviceAccountName"] == name
+        assert accounts[name]["namespace"] == names.FLUID_NAMESPACE
+    bound: dict[str, set[str]] = {}
+    for kind, role_kind in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
+        roles = {role["metadata"]["name"] for role in find(CSI_RBAC, role_kind)}
+        for binding in find(CSI_RBAC, kind):
+            assert binding["roleRef"]["kind"] == role_kind
+            assert binding["roleRef"]["name"] in roles
+            (subject,) = binding["subjects"]
+            assert subject["kind"] == "ServiceAccount"
+            assert subject["namespace"] == names.FLUID_NAMESPACE
+            bound.setdefault(subject["name"], set()).add(binding["roleRef"]["name"])
+    assert bound == {
+        "fluid-csi-controller": {"fluid-csi-provisioner", "fluid-csi-provisioner-leader-election"},
+        "fluid-csi-node": {"fluid-csi-node", "fluid-csi-node-fuse-pods"},
+    }
+
+
+def test_storage_class_sample_passes_the_drivers_validator() -> None:
+    from csi.params import parse_params
+
+    storage_class = one(STORAGE_CLASS_SAMPLE, "StorageClass")
+    assert storage_class["provisioner"] == names.CSI_DRIVER
+    parameters = storage_class["parameters"]
+    assert set(parameters) == {names.PARAM_MASTER_ADDRS, names.PARAM_FS_PATH, names.PARAM_PATH_TYPE}
+    params = parse_params(parameters)
+    assert params.warnings == ()
+    assert params.path_type == names.PATH_TYPE_DIRECTORY_OR_CREATE
+    assert params.fs_path == parameters[names.PARAM_FS_PATH] != names.DEFAULT_FS_PATH
+    assert storage_class["reclaimPolicy"] == "Delete"
+    # The driver cannot expand volumes (no EXPAND_VOLUME capability).
+    assert storage_class.get("allowVolumeExpansion", False) is False
+
+
+def test_static_pv_sample_is_a_valid_volume_bound_to_its_claim() -> None:
+    from csi.volumes import parse_volume_context, parse_volume_handle
+
+    pv = one(STATIC_PV_SAMPLE, "PersistentVolume")
+    pvc = one(STATIC_PV_SAMPLE, "PersistentVolumeClaim")
+    csi = pv["spec"]["csi"]
+    assert csi["driver"] == names.CSI_DRIVER
+    attributes = csi["volumeAttributes"]
+    assert set(attributes) == {names.PARAM_MASTER_ADDRS, names.PARAM_CURVINE_PATH}
+    volume = parse_volume_context(attributes)  # what NodeStage does with it
+    assert volume.params.fs_path == names.DEFAULT_FS_PATH
+    assert volume.curvine_path == attributes[names.PARAM_CURVINE_PATH]
+    # Never a handle DeleteVolume would take for a provisioned directory and remove.
+    assert parse_volume_handle(csi["volumeHandle"]) is None
+    assert pv["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    # Bound to each other, and to no StorageClass (no provisioner may step in).
+    assert pv["spec"]["claimRef"] == {
+        "namespace": pvc["metadata"]["namespace"],
+        "name": pvc["metadata"]["name"],
+    }
+    assert pvc["spec"]["volumeName"] == pv["metadata"]["name"]
+    assert pv["spec"]["storageClassName"] == pvc["spec"]["storageClassName"] == ""
+    assert set(pvc["spec"]["accessModes"]) <= set(pv["spec"]["accessModes"])
+    assert pvc["spec"]["resources"]["requests"]["storage"] == pv["spec"]["capacity"]["storage"]
+
+
+def workload_containers() -> Iterator[tuple[str, Doc]]:
+    for path, doc in objects():
+        if not rel(path).startswith("samples/") and doc["kind"] in WORKLOADS:
+            pod = doc["spec"]["template"]["spec"]
+            for container in [*pod.get("initContainers", []), *pod["containers"]]:
+                yield f"{rel(path)}: {container['name']}", container
+
+
+def test_container_port_names_are_valid_service_names() -> None:
+    # What the API server demands of a named port (IANA_SVC_NAME): at most 15 characters.
+    service_name = re.compile(r"(?=.{1,15}$)[a-z0-9]+(-[a-z0-9]+)*")
+    for where, container in workload_containers():
+        for port in container.get("ports", []):
+            assert service_name.fullmatch(port["name"]), where
+            assert re.search("[a-z]", port["name"]), f"{where}: a port name needs a letter"
+
+
+def test_image_runs_as_the_uid_the_non_root_workloads_name() -> None:
+    dockerfile = (MANIFESTS.parent / "Dockerfile").read_text()
+    (user,) = re.findall(r"^USER\s+(\S+)\s*$", dockerfile, re.MULTILINE)
+    uid = int(user.partition(":")[0])
+    for path in ("controller/deployment.yaml", WEBHOOK_DEPLOYMENT):
+        assert pod_spec(path, "Deployment")["securityContext"]["runAsUser"] == uid, path
+    # Every product workload runs the one image the Dockerfile builds.
+    images = {c["image"] for _, c in workload_containers() if not SIDECAR_IMAGE.fullmatch(c["image"])}
+    assert images == {product_image()}
