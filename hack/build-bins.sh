@@ -78,6 +78,21 @@ build_installable() {  # name version binary package
   finish "$out.tmp" "$out"
 }
 
+build_provisioner() {
+  local out; out=$(dest csi-provisioner "$CSI_PROVISIONER_VERSION")
+  have csi-provisioner "$CSI_PROVISIONER_VERSION" csi-provisioner && { say "csi-provisioner $CSI_PROVISIONER_VERSION: cached"; return; }
+  say "csi-provisioner $CSI_PROVISIONER_VERSION: building"
+  # Its go.mod has replace directives, which `go install pkg@version` refuses: build inside a copy of
+  # the module (the module cache is read-only), with its own go.mod and go.sum. /vN from the pin.
+  local d="$SCRATCH/csi-provisioner-$CSI_PROVISIONER_VERSION" src
+  src=$(cd "$SCRATCH" && go mod download -json "github.com/kubernetes-csi/external-provisioner/${CSI_PROVISIONER_VERSION%%.*}@$CSI_PROVISIONER_VERSION" | field Dir)
+  rm -rf "$d"; cp -r "$src" "$d"; chmod -R u+w "$d"; cd "$d"
+  rm -rf "$out.tmp"; mkdir -p "$out.tmp"
+  timed go build -trimpath -ldflags "-s -w -X main.version=$CSI_PROVISIONER_VERSION" \
+    -o "$out.tmp/csi-provisioner" ./cmd/csi-provisioner
+  finish "$out.tmp" "$out"
+}
+
 kwok_stages() {
   # kwok needs Stage objects to move pods and nodes; the upstream "fast" stages ship in its module.
   local out; out=$(dest kwok "$KWOK_VERSION")
@@ -96,13 +111,15 @@ t0=$SECONDS
 build_installable kwok "$KWOK_VERSION" kwok sigs.k8s.io/kwok/cmd/kwok
 kwok_stages
 build_installable csi-test "$CSI_TEST_VERSION" csi-sanity github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity
+build_provisioner
 build_etcd
 build_kube
 # One folder of links for callers, keyed by the whole set of pins.
-bin="$CACHE/bin/k8s-$KUBE_VERSION.etcd-$ETCD_VERSION.kwok-$KWOK_VERSION.csi-test-$CSI_TEST_VERSION"
+bin="$CACHE/bin/k8s-$KUBE_VERSION.etcd-$ETCD_VERSION.kwok-$KWOK_VERSION.csi-test-$CSI_TEST_VERSION.csi-provisioner-$CSI_PROVISIONER_VERSION"
 mkdir -p "$bin"
 for f in kubernetes-"$KUBE_VERSION"/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl} \
-         etcd-"$ETCD_VERSION"/etcd kwok-"$KWOK_VERSION"/{kwok,stages.yaml} csi-test-"$CSI_TEST_VERSION"/csi-sanity; do
+         etcd-"$ETCD_VERSION"/etcd kwok-"$KWOK_VERSION"/{kwok,stages.yaml} csi-test-"$CSI_TEST_VERSION"/csi-sanity \
+         csi-provisioner-"$CSI_PROVISIONER_VERSION"/csi-provisioner; do
   ln -sfn "$CACHE/$f" "$bin/$(basename "$f")"
 done
 say "control plane ready in $((SECONDS - t0))s: $bin"
