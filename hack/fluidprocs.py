@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from localcluster import REPO, Cluster, api, free_ports, log, start, wait_for
+from localcluster import NODES_DIR, REPO, Cluster, api, free_ports, log, start, wait_for
 
 MANIFESTS = REPO / "manifests"
 NAMESPACE = "fluid-system"
@@ -42,6 +42,8 @@ def install(cluster: Cluster) -> None:
     kubectl(cluster, "apply", "-f", str(MANIFESTS / "namespace.yaml"))
     kubectl(cluster, "apply", "-f", str(MANIFESTS / "controller" / "rbac.yaml"))
     kubectl(cluster, "apply", "-f", str(MANIFESTS / "webhook" / "rbac.yaml"))
+    kubectl(cluster, "apply", "-f", str(MANIFESTS / "csi" / "csidriver.yaml"))
+    kubectl(cluster, "apply", "-f", str(MANIFESTS / "csi" / "rbac.yaml"))
     for sample in ("cacheruntimeclass-mooncake.yaml", "cacheruntimeclass-curvine.yaml"):
         kubectl(cluster, "apply", "-f", str(MANIFESTS / "samples" / sample))
 
@@ -158,3 +160,75 @@ def apply_json(cluster: Cluster, obj: dict[str, Any]) -> None:
     )
     if run.returncode != 0:
         raise SystemExit(f"error: kubectl apply: {run.stderr.strip()}")
+
+
+def ensure_csi_nodes(cluster: Cluster) -> None:
+    """A CSI node service per kwok node (as the node DaemonSet's ServiceAccount) and the kubelet
+    stand-in making kubelet's calls to them. Each node gets a kubelet directory of its own under
+    ``.dev/nodes/{node}``; the FUSE stand-in's data, shared by all nodes as a cache cluster's would
+    be, is ``.dev/curvine-data/{cluster-id}``."""
+    names = [f"fluid-csi-{node}" for node in cluster.nodes]
+    standin = "kubelet-standin"
+    alive = {p.name for p in cluster.procs if p.alive()}
+    if all(n in alive for n in [*names, standin]):
+        return
+    # A node service must not run twice on one node: stop what is left and start all afresh (the
+    # node services recover their mounts from their state files).
+    from localcluster import stop
+
+    stop([p for p in cluster.procs if p.name in [*names, standin]])
+    cluster.procs = [p for p in cluster.procs if p.name not in [*names, standin]]
+    kubeconfig = service_account_kubeconfig(cluster, "fluid-csi-node")
+    data = cluster.state_dir / "curvine-data"
+    data.mkdir(parents=True, exist_ok=True)
+    node_args = []
+    for node, name in zip(cluster.nodes, names, strict=True):
+        root = cluster.state_dir / NODES_DIR / node
+        root.mkdir(parents=True, exist_ok=True)
+        socket = root / "csi.sock"
+        kubelet_root = root / "kubelet"
+        port = free_ports([name])[name]
+        cluster.ports[name] = port
+        log(f"starting {name} (unix://{socket}, /readyz on 127.0.0.1:{port})")
+        start(
+            cluster,
+            name,
+            [
+                sys.executable,
+                "-m",
+                "csi.main",
+                "--mode=node",
+                f"--endpoint=unix://{socket}",
+                f"--node-id={node}",
+                f"--state-dir={root / 'state'}",
+                f"--mount-root={kubelet_root / 'plugins'}",
+                f"--fuse-binary={sys.executable} -m csi.fusestandin",
+                f"--kubeconfig={kubeconfig}",
+                "--health-host=127.0.0.1",
+                f"--health-port={port}",
+            ],
+            env={"CURVINE_STANDIN_DATA": str(data)},
+        )
+        node_args.append(f"--node={node}={socket}={kubelet_root}")
+    for name in names:
+        port = cluster.ports[name]
+        wait_for(f"{name} /readyz", lambda port=port: ready(port), cluster, 30, [name])
+    log("starting kubelet-standin (kubelet's CSI calls for pods on the kwok nodes)")
+    start(
+        cluster,
+        standin,
+        [
+            sys.executable,
+            str(REPO / "hack" / "kubeletstandin.py"),
+            f"--kubeconfig={cluster.kubeconfig}",
+            *node_args,
+        ],
+    )
+    log_file = cluster.logs / f"{standin}.log"
+    wait_for(
+        "kubelet-standin ready",
+        lambda: "ready" in log_file.read_text().splitlines(),
+        cluster,
+        30,
+        [standin],
+    )

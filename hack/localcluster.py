@@ -40,6 +40,8 @@ REPO = HACK.parent
 DEFAULT_STATE = REPO / ".dev"
 STATE_FILE = "cluster.json"
 FAKE_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+# Each kwok node's kubelet directory and CSI node service live here (make up --fluid).
+NODES_DIR = "nodes"
 # Anything a later issue adds to the cluster (controller, webhook, CSI) is recorded beside these and
 # stops with the API server's other clients, before the API server and etcd.
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
@@ -125,12 +127,17 @@ class Cluster:
         )
 
 
-def start(cluster: Cluster, name: str, argv: list[str]) -> Proc:
+def start(cluster: Cluster, name: str, argv: list[str], env: dict[str, str] | None = None) -> Proc:
     cluster.logs.mkdir(parents=True, exist_ok=True)
     with open(cluster.logs / f"{name}.log", "wb") as out:
         # A session of its own: the process outlives `make up` and ignores the terminal's Ctrl-C.
         child = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=None if env is None else {**os.environ, **env},
         )
     started = proc_start_time(child.pid)
     if started is None:
@@ -601,6 +608,7 @@ def down(state_dir: Path) -> None:
     stop([p for p in cluster.procs if p.name not in storage])
     for name in storage:
         stop([p for p in cluster.procs if p.name == name])
+    release_node_mounts(state_dir / NODES_DIR)
     if cluster.etcd_data_dir:
         shutil.rmtree(cluster.etcd_data_dir, ignore_errors=True)
     shutil.rmtree(cluster.pki, ignore_errors=True)
@@ -608,6 +616,38 @@ def down(state_dir: Path) -> None:
     # Logs stay for post-mortems; the next `up` replaces them.
     (state_dir / STATE_FILE).unlink(missing_ok=True)
     log("stopped")
+
+
+def release_node_mounts(root: Path) -> None:
+    """The CSI node services' FUSE processes outlive them by design (a restarted node service adopts
+    them): once those are stopped for good, stop the FUSE processes serving under ``root`` and
+    unmount everything left there, deepest first, then remove it."""
+    if not root.exists():
+        return
+    prefix = str(root.resolve()) + "/"
+    fuse = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if prefix.encode() in (entry / "cmdline").read_bytes():
+                    fuse.append(int(entry.name))
+    for pid in fuse:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while fuse and time.monotonic() < deadline:
+        for pid in fuse:
+            _reap(pid)
+        fuse = [pid for pid in fuse if Path(f"/proc/{pid}").exists()]
+        time.sleep(0.05)
+    for pid in fuse:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    with open("/proc/self/mountinfo") as table:
+        points = [line.split()[4] for line in table]
+    for point in sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], check=False, capture_output=True)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def status(state_dir: Path) -> int:
@@ -669,6 +709,7 @@ def main(argv: list[str] | None = None) -> int:
 
                 fluidprocs.ensure_controller(cluster)
                 fluidprocs.ensure_webhook(cluster)
+                fluidprocs.ensure_csi_nodes(cluster)
         else:
             down(state_dir)
     return 0

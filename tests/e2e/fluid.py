@@ -65,6 +65,8 @@ def install(kubeconfig: Path) -> None:
     kubectl(kubeconfig, "apply", "-f", str(MANIFESTS / "namespace.yaml"))
     kubectl(kubeconfig, "apply", "-f", str(MANIFESTS / "controller" / "rbac.yaml"))
     kubectl(kubeconfig, "apply", "-f", str(MANIFESTS / "webhook" / "rbac.yaml"))
+    kubectl(kubeconfig, "apply", "-f", str(MANIFESTS / "csi" / "csidriver.yaml"))
+    kubectl(kubeconfig, "apply", "-f", str(MANIFESTS / "csi" / "rbac.yaml"))
 
 
 def service_account_kubeconfig(
