@@ -247,4 +247,5 @@ def test_arbitrary_input_is_accepted_or_refused_by_key(raw: dict[str, str]) -> N
     assert got.master_addrs
     assert got.fs_path.startswith("/")
     # Canonical output is a fixed point.
-    assert parse_params({MASTER: got.master_addrs, FS: got.fs_path, **dict(got.tuning)}) == got
+    canonical = {MASTER: got.master_addrs, FS: got.fs_path, names.PARAM_PATH_TYPE: got.path_type}
+    assert parse_params({**canonical, **dict(got.tuning)}) == got
