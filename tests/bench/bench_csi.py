@@ -1,6 +1,6 @@
 """The CSI node service's figures, each beside the floor it stands on, in one run:
 
-- NodePublish p50 on a warm key, beside one bare ``mount --bind`` (what a publish must do at least);
+- NodePublish p50 on a warm key, beside one bare bind mount(2) (what a publish must do at least);
 - cold NodeStage (a new mount key: FUSE start to ready), beside the stand-in alone reaching ``ready``;
 - stage+publish pairs per second on one key (8 concurrent callers);
 - the node service's RSS.
@@ -92,7 +92,7 @@ def run(report: Report) -> None:
                 t0 = time.perf_counter()
                 driver.publish(warm, staging, str(root / "pods" / f"w{i}"))
                 publish.append((time.perf_counter() - t0) * 1000)
-            report.add("NodePublish p50, warm key", percentile(publish, 50), "ms", "one bare mount --bind",
+            report.add("NodePublish p50, warm key", percentile(publish, 50), "ms", "one bare bind mount(2)",
                        percentile(bare_bind_ms(root), 50))  # fmt: skip
 
             volumes = [driver.create(f"pair-{i}") for i in range(100)]
