@@ -19,7 +19,7 @@ help:
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,mooncake]'
 	@touch $@
 
 # The CSI stubs are generated from csi/proto/csi.proto (never committed), again after every install so
