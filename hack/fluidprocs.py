@@ -232,3 +232,47 @@ def ensure_csi_nodes(cluster: Cluster) -> None:
         30,
         [standin],
     )
+
+
+def ensure_csi_controller(cluster: Cluster) -> None:
+    """``fluid-csi --mode controller`` and the real csi-provisioner beside it (as the controller
+    Deployment's ServiceAccount), so PVCs of a ``curvine.csi.fluid.io`` StorageClass get volumes: a
+    directory in ``.dev/curvine-data/{cluster-id}``, which the FUSE stand-ins serve."""
+    driver, provisioner = "fluid-csi-controller", "csi-provisioner"
+    if all(any(p.name == n and p.alive() for p in cluster.procs) for n in (driver, provisioner)):
+        return
+    from localcluster import stop
+
+    stop([p for p in cluster.procs if p.name in (driver, provisioner)])
+    cluster.procs = [p for p in cluster.procs if p.name not in (driver, provisioner)]
+    kubeconfig = service_account_kubeconfig(cluster, "fluid-csi-controller")
+    root = cluster.state_dir / "csi-controller"
+    root.mkdir(parents=True, exist_ok=True)
+    socket = root / "csi.sock"
+    socket.unlink(missing_ok=True)
+    log(f"starting {driver} and {provisioner} (unix://{socket})")
+    start(
+        cluster,
+        driver,
+        [
+            sys.executable,
+            "-m",
+            "csi.main",
+            "--mode=controller",
+            f"--endpoint=unix://{socket}",
+            f"--backend-root={cluster.state_dir / 'curvine-data'}",
+        ],
+    )
+    wait_for(f"{driver} socket", socket.exists, cluster, 30, [driver])
+    start(
+        cluster,
+        provisioner,
+        [
+            str(Path(cluster.bin_dir) / "csi-provisioner"),
+            f"--csi-address={socket}",
+            f"--kubeconfig={kubeconfig}",
+            "--leader-election=false",
+            "--node-deployment=false",
+            "--timeout=30s",
+        ],
+    )

@@ -710,6 +710,7 @@ def main(argv: list[str] | None = None) -> int:
                 fluidprocs.ensure_controller(cluster)
                 fluidprocs.ensure_webhook(cluster)
                 fluidprocs.ensure_csi_nodes(cluster)
+                fluidprocs.ensure_csi_controller(cluster)
         else:
             down(state_dir)
     return 0
