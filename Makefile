@@ -6,9 +6,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 STATE ?= .dev
 
-.PHONY: help venv csi-stubs bins up down status test unit e2e lint crds bench clean
+.PHONY: help venv csi-stubs bins up down status demo test unit e2e lint crds bench clean
 
 help:
+	@echo "make demo    start the local cluster and walk through both data paths with real traffic"
 	@echo "make up      start the local cluster (.dev/kubeconfig) with the CRDs and fluid-controller installed"
 	@echo "make down    stop everything 'make up' started and remove its state"
 	@echo "make test    lint + unit + e2e (own private cluster, or the one KUBECONFIG names)"
@@ -42,6 +43,12 @@ bins:
 up: venv
 	$(BIN)/python hack/localcluster.py up --fluid --state-dir $(STATE)
 	@echo "export KUBECONFIG=$(abspath $(STATE))/kubeconfig"
+
+# The README's first command: everything it needs (venv, control plane, the product's processes),
+# then the narrated walkthrough. The cluster stays up afterwards; `make down` stops it.
+demo: venv bins
+	$(BIN)/python hack/localcluster.py up --fluid --state-dir $(STATE)
+	PYTHONPATH=hack $(BIN)/python hack/demo/walkthrough.py --state-dir $(STATE)
 
 # Standard library only: works even when the venv is gone.
 down:
