@@ -1,0 +1,119 @@
+"""Questions several commands ask the cluster before they act or explain: is this dataset ready to be
+injected, does this namespace exist, would the webhook see pods created here.
+
+The readiness sentences are the webhook's own (SPEC §4), so an operator reads the same words from
+``kubectl fluid inject`` as from a refused pod.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from kubectl_fluid.api import names
+from kubectl_fluid.cli.errors import ApiError
+from kubectl_fluid.kube import resources
+
+if TYPE_CHECKING:
+    from kubectl_fluid.cli.transport import Api
+
+# Every namespace carries it (set by the API server), which is what webhook namespaceSelectors match.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+def configmap_problem(dataset: str, configmap: Mapping[str, Any] | None) -> str | None:
+    """Why a dataset's runtime config ConfigMap cannot be injected, or None."""
+    name = names.runtime_config_configmap(dataset)
+    not_ready = f'runtime config for dataset "{dataset}" is not ready: ConfigMap {name}'
+    if configmap is None:
+        return f"{not_ready} not found"
+    key = names.RUNTIME_SH_KEY
+    if key not in (configmap.get("data") or {}) and key not in (configmap.get("binaryData") or {}):
+        return f"{not_ready} has no key {key}"
+    return None
+
+
+def dataset_problem(api: Api, namespace: str, dataset: str) -> str | None:
+    """Why ``dataset`` cannot be injected in ``namespace`` now, or None (two GETs)."""
+    if api.get(resources.DATASETS.object_path(namespace, dataset)) is None:
+        return f'dataset "{dataset}" not found in namespace "{namespace}"'
+    configmap = api.get(resources.CONFIGMAPS.object_path(namespace, names.runtime_config_configmap(dataset)))
+    return configmap_problem(dataset, configmap)
+
+
+def what_to_do(problem: str, namespace: str) -> str:
+    """The next step for a readiness problem."""
+    if "not found in namespace" in problem:
+        return f"create the Dataset in {namespace} or pick its namespace with -n (kubectl fluid datasets -A)"
+    return (
+        "check its CacheRuntime and that fluid-controller runs (kubectl fluid datasets -n " + namespace + ")"
+    )
+
+
+def namespace_missing(api: Api, namespace: str) -> bool:
+    """True only when the namespace certainly does not exist (unreadable counts as existing)."""
+    try:
+        return api.get(resources.NAMESPACES.object_path(None, namespace)) is None
+    except ApiError:
+        return False
+
+
+def not_found(
+    api: Api, what: str, namespace: str, hint: str = "check the name, or the namespace (-n)"
+) -> str:
+    """``what`` was not found in ``namespace``: say so, or that the namespace itself is missing."""
+    if namespace_missing(api, namespace):
+        return f'namespace "{namespace}" not found; pass an existing namespace with -n'
+    return f'{what} not found in namespace "{namespace}"; {hint}'
+
+
+def _expression_matches(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    key, op, values = expr.get("key"), expr.get("operator"), expr.get("values") or []
+    present = key in labels
+    value = labels.get(str(key))
+    return {
+        "In": present and value in values,
+        "NotIn": not present or value not in values,
+        "Exists": present,
+        "DoesNotExist": not present,
+    }.get(str(op), False)
+
+
+def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """A metav1.LabelSelector against labels; an absent or empty selector matches everything, an
+    unknown operator nothing (as the API server would refuse it)."""
+    if not selector:
+        return True
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    return all(_expression_matches(e, labels) for e in selector.get("matchExpressions") or ())
+
+
+def webhook_problem(api: Api, namespace: str) -> tuple[str | None, bool]:
+    """(why pods created in ``namespace`` would not reach the webhook, whether the namespace itself is
+    excluded). What RBAC hides gives (None, False): the plugin cannot tell, and says nothing rather
+    than guess."""
+    try:
+        config = api.get(resources.MUTATING_WEBHOOK_CONFIGURATIONS.object_path(None, names.WEBHOOK_NAME))
+    except ApiError:
+        return None, False
+    if config is None:
+        return (
+            f"the MutatingWebhookConfiguration {names.WEBHOOK_NAME} is not installed, so pods are created "
+            "without their runtime config until fluid-webhook is installed",
+            False,
+        )
+    labels: dict[str, str] = {NAMESPACE_NAME_LABEL: namespace}
+    try:
+        ns = api.get(resources.NAMESPACES.object_path(None, namespace))
+    except ApiError:
+        ns = None
+    if ns is not None:
+        labels.update((ns.get("metadata") or {}).get("labels") or {})
+    hooks = config.get("webhooks") or []
+    if hooks and not any(selector_matches(h.get("namespaceSelector"), labels) for h in hooks):
+        return (
+            f'fluid-webhook does not serve namespace "{namespace}" (its namespaceSelector excludes it)',
+            True,
+        )
+    return None, False

@@ -1,0 +1,206 @@
+"""``kubectl fluid datasets``: each Dataset with what an operator asks first: which runtime class,
+clientless or FUSE, bound or not, is its runtime config ready, how many pods carry it.
+
+Four lists (Datasets, CacheRuntimes, the controller's ConfigMaps, injected Pods), joined here by name.
+Only the Datasets are required; a list RBAC forbids becomes ``<unknown>`` cells and a warning.
+
+Decisions: MODE comes from the rendered runtime.json (a client component enabled → FUSE, absent or
+disabled → Clientless), else from the CacheRuntime (``client.disabled``), else ``<unknown>`` (the class
+decides and the config is not rendered yet). INJECTED-PODS counts pods that carry the dataset's
+runtime-config volume, i.e. what the webhook did, not what pods asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from kubectl_fluid.cli.settings import Settings, kube_command
+
+CLIENTLESS = "Clientless"
+FUSE = "FUSE"
+Key = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Summary:
+    namespace: str
+    name: str
+    runtime_class: str | None
+    mode: str | None
+    phase: str | None
+    config_ready: bool | None  # None: could not read ConfigMaps
+    config_problem: str | None
+    injected_pods: list[str] | None  # None: could not read pods
+    mount_points: list[str]
+    created: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "name": self.name,
+            "runtimeClass": self.runtime_class,
+            "mode": self.mode,
+            "phase": self.phase,
+            "configReady": self.config_ready,
+            "configProblem": self.config_problem,
+            "injectedPods": self.injected_pods,
+            "mountPoints": self.mount_points,
+            "creationTimestamp": self.created,
+        }
+
+
+def _key(obj: Mapping[str, Any]) -> Key:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace", "")), str(meta.get("name", ""))
+
+
+def mode_of(runtime: Mapping[str, Any] | None, configmap: Mapping[str, Any] | None) -> str | None:
+    import json
+
+    from kubectl_fluid.api import names
+
+    rendered = ((configmap or {}).get("data") or {}).get(names.RUNTIME_JSON_KEY)
+    if rendered:
+        try:
+            client = json.loads(rendered).get("client")
+        except (ValueError, AttributeError):
+            client = None
+        else:
+            return FUSE if isinstance(client, dict) and client.get("enabled") else CLIENTLESS
+    client_spec = ((runtime or {}).get("spec") or {}).get("client")
+    if isinstance(client_spec, dict):
+        return CLIENTLESS if client_spec.get("disabled") else FUSE
+    return None
+
+
+def summarize(
+    datasets: Sequence[Mapping[str, Any]],
+    runtimes: Sequence[Mapping[str, Any]] | None,
+    configmaps: Sequence[Mapping[str, Any]] | None,
+    pods: Sequence[Mapping[str, Any]] | None,
+) -> list[Summary]:
+    """One summary per Dataset, sorted by namespace and name. ``None`` lists were unreadable."""
+    from kubectl_fluid.api import names
+    from kubectl_fluid.cli.checks import configmap_problem
+    from kubectl_fluid.cli.podview import injected_datasets
+
+    by_runtime = {_key(r): r for r in runtimes or ()}
+    by_configmap = {_key(c): c for c in configmaps or ()}
+    injected: dict[Key, list[str]] = {}
+    for pod in pods or ():
+        ns, pod_name = _key(pod)
+        for dataset in injected_datasets(pod):
+            injected.setdefault((ns, dataset), []).append(pod_name)
+    out = []
+    for ds in datasets:
+        ns, name = _key(ds)
+        runtime = by_runtime.get((ns, name))
+        configmap = by_configmap.get((ns, names.runtime_config_configmap(name)))
+        problem = None if configmaps is None else configmap_problem(name, configmap)
+        out.append(
+            Summary(
+                namespace=ns,
+                name=name,
+                runtime_class=((runtime or {}).get("spec") or {}).get("runtimeClassName"),
+                mode=mode_of(runtime, configmap),
+                phase=(ds.get("status") or {}).get("phase"),
+                config_ready=None if configmaps is None else problem is None,
+                config_problem=problem,
+                injected_pods=None if pods is None else sorted(injected.get((ns, name), [])),
+                mount_points=[
+                    str(m.get("mountPoint", "")) for m in (ds.get("spec") or {}).get("mounts") or ()
+                ],
+                created=(ds.get("metadata") or {}).get("creationTimestamp"),
+            )
+        )
+    return sorted(out, key=lambda s: (s.namespace, s.name))
+
+
+def headers(all_namespaces: bool, wide: bool) -> list[str]:
+    cols = ["NAME", "RUNTIMECLASS", "MODE", "PHASE", "CONFIG-READY", "INJECTED-PODS", "AGE"]
+    if wide:
+        cols += ["MOUNTPOINTS", "CONFIG-PROBLEM"]
+    return (["NAMESPACE"] if all_namespaces else []) + cols
+
+
+def row(s: Summary, now: datetime, all_namespaces: bool, wide: bool) -> list[str]:
+    from kubectl_fluid.cli.table import UNKNOWN, age, cell
+
+    cells = [
+        s.name,
+        cell(s.runtime_class),
+        s.mode or UNKNOWN,
+        cell(s.phase),
+        UNKNOWN if s.config_ready is None else str(s.config_ready),
+        UNKNOWN if s.injected_pods is None else str(len(s.injected_pods)),
+        age(s.created, now),
+    ]
+    if wide:
+        cells += [cell(",".join(s.mount_points)), cell(s.config_problem)]
+    return ([s.namespace] if all_namespaces else []) + cells
+
+
+@click.command(epilog="\b\nExamples:\n  kubectl fluid datasets\n  kubectl fluid datasets -A -o wide")
+@kube_command(outputs=("json", "yaml", "wide", "name"), lists=True)
+def datasets(settings: Settings) -> None:
+    """List datasets and whether pods can use them.
+
+    Runtime class, clientless or FUSE, phase, runtime config readiness, and the number of pods
+    that carry its runtime config.
+    """
+    from kubectl_fluid.api import names
+    from kubectl_fluid.cli.output import as_list, dump, nothing_found, write
+    from kubectl_fluid.cli.table import render
+    from kubectl_fluid.kube import resources
+
+    session = settings.open()
+    ns = None if settings.all_namespaces else session.namespace
+    with session.api:
+        items = session.api.list(resources.DATASETS.collection_path(ns))
+        if not items and settings.output not in ("json", "yaml"):
+            nothing_found(ns)
+            return
+        runtimes = _optional(session.api, resources.CACHERUNTIMES.collection_path(ns), None, "CacheRuntimes")
+        configmaps = _optional(
+            session.api,
+            resources.CONFIGMAPS.collection_path(ns),
+            {"labelSelector": f"{names.LABEL_APP_MANAGED_BY}={names.MANAGED_BY}"},
+            "runtime config ConfigMaps",
+        )
+        pods = _optional(
+            session.api,
+            resources.PODS.collection_path(ns),
+            {"labelSelector": f"{names.LABEL_INJECT_DONE}={names.TRUE}"},
+            "injected pods",
+        )
+    summaries = summarize(items, runtimes, configmaps, pods)
+    output = settings.output
+    if output in ("json", "yaml"):
+        write(dump(as_list([s.to_json() for s in summaries]), output))
+    elif output == "name":
+        write("".join(f"dataset.{names.GROUP}/{s.name}\n" for s in summaries))
+    else:
+        wide = output == "wide"
+        now = datetime.now(UTC)
+        table = [row(s, now, settings.all_namespaces, wide) for s in summaries]
+        write(render(headers(settings.all_namespaces, wide), table, settings.no_headers))
+
+
+def _optional(api: Any, path: str, params: dict[str, str] | None, what: str) -> list[dict[str, Any]] | None:
+    from kubectl_fluid.cli.errors import ApiError, request_scope
+    from kubectl_fluid.cli.output import warn
+
+    try:
+        items: list[dict[str, Any]] = api.list(path, params)
+    except ApiError as e:
+        if e.code not in (403, 404):
+            raise
+        verb, resource, _ = request_scope("GET", path)
+        warn(f"cannot {verb} {resource} ({e.reason or e.code}): columns from {what} show <unknown>")
+        return None
+    return items

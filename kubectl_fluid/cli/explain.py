@@ -1,0 +1,149 @@
+"""``kubectl fluid explain pod/NAME``: was the pod injected, from which datasets, and if not, why.
+
+Reads the pod, its Fluid PVCs, its controller (through a ReplicaSet to its Deployment, through a Job
+to its CronJob, so the advice names what to ``inject``), and, when the pod is not injected, the webhook
+configuration and the state of the datasets it names. What RBAC forbids is left out of the judgement.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from kubectl_fluid.cli import complete
+from kubectl_fluid.cli.errors import CliError
+from kubectl_fluid.cli.settings import Settings, kube_command
+
+if TYPE_CHECKING:
+    from kubectl_fluid.cli.diagnosis import Facts
+    from kubectl_fluid.cli.settings import Session
+
+POD_WORDS = ("pod", "po", "pods")
+
+
+def parse_pod(args: tuple[str, ...] | list[str]) -> str:
+    """``pod/NAME``, ``pod NAME`` or a bare ``NAME`` → NAME."""
+    if len(args) == 1 and "/" in args[0]:
+        word, _, name = args[0].partition("/")
+    elif len(args) == 2:
+        word, name = args
+    elif len(args) == 1:
+        word, name = "pod", args[0]
+    else:
+        raise CliError("explain takes one pod: pod/NAME")
+    if word.lower() not in POD_WORDS or not name or "/" in name:
+        raise CliError(f'explain takes a pod, as pod/NAME, not "{"/".join(args)}"')
+    return name
+
+
+@click.command(epilog="\b\nExamples:\n  kubectl fluid explain pod/app-5d9c7-x2x8v -n team-a")
+@click.argument("pod", nargs=-1, required=True, shell_complete=complete.pods)
+@kube_command(outputs=("json", "yaml", "name"))
+def explain(pod: tuple[str, ...], settings: Settings) -> None:
+    """Say whether a pod was injected, and why not.
+
+    POD is pod/NAME (or NAME). Reads the pod, its PVCs, its controller, the webhook configuration
+    and the datasets it names.
+    """
+    from kubectl_fluid.cli.diagnosis import describe, diagnose
+    from kubectl_fluid.cli.output import dump, write
+
+    name = parse_pod(pod)
+    session = settings.open()
+    with session.api:
+        facts = gather(session, name)
+    explanation = diagnose(facts)
+    if settings.output == "name":
+        write(f"pod/{name}\n")
+    elif settings.output:
+        write(dump(explanation.to_json(), settings.output))
+    else:
+        write(describe(explanation))
+
+
+def gather(session: Session, name: str) -> Facts:
+    from kubectl_fluid.cli.checks import dataset_problem, not_found, webhook_problem
+    from kubectl_fluid.cli.diagnosis import Facts
+    from kubectl_fluid.cli.podview import injected_datasets, metadata, requested_datasets
+    from kubectl_fluid.kube import resources
+
+    api, ns = session.api, session.namespace
+    pod = api.get(resources.PODS.object_path(ns, name))
+    if pod is None:
+        raise CliError(not_found(api, f'pod "{name}"', ns))
+    labels, annotations = metadata(pod)
+    injected = injected_datasets(pod)
+    requested = requested_datasets(annotations)
+    from_pvcs = _pvc_datasets(session, pod)
+    problems: dict[str, str] = {}
+    webhook = None
+    if not injected:
+        webhook, _ = webhook_problem(api, ns)
+        for ds in sorted(set(requested) | set(from_pvcs)):
+            problem = _quiet(lambda ds=ds: dataset_problem(api, ns, ds))
+            if problem:
+                problems[ds] = problem
+    return Facts(
+        namespace=ns,
+        name=name,
+        labels=labels,
+        requested=requested,
+        from_pvcs=from_pvcs,
+        injected=injected,
+        owner=_owner(session, pod),
+        webhook_problem=webhook,
+        dataset_problems=problems,
+    )
+
+
+def _quiet(read: Any) -> Any:
+    """``read()``, or None when RBAC (or anything the API says) forbids it: facts we cannot read are
+    left out of the judgement rather than failing the whole explanation."""
+    from kubectl_fluid.cli.errors import ApiError
+
+    try:
+        return read()
+    except ApiError:
+        return None
+
+
+def _pvc_datasets(session: Session, pod: dict[str, Any]) -> list[str]:
+    """Datasets behind the Fluid PVCs the pod mounts (a Fluid PVC is named like its dataset)."""
+    from kubectl_fluid.cli.podview import claim_names, is_dataset_pvc
+    from kubectl_fluid.kube import resources
+
+    found = []
+    for claim in claim_names(pod):
+        pvc = _quiet(
+            lambda c=claim: session.api.get(
+                resources.PERSISTENT_VOLUME_CLAIMS.object_path(session.namespace, c)
+            )
+        )
+        if pvc is not None and is_dataset_pvc(pvc):
+            found.append(claim)
+    return found
+
+
+def _controller(obj: dict[str, Any]) -> dict[str, Any] | None:
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return next((r for r in refs if r.get("controller")), None)
+
+
+def _owner(session: Session, pod: dict[str, Any]) -> str | None:
+    """The workload to inject, as ``kind/name`` in the plugin's own words (``deploy/app``)."""
+    from kubectl_fluid.cli.workloads import JOBS, REPLICASETS, WORKLOAD_KINDS
+
+    ref = _controller(pod)
+    if ref is None:
+        return None
+    kind, name = str(ref.get("kind")), str(ref.get("name"))
+    # Pods of Deployments and CronJobs belong to an intermediate object; the template to edit is above it.
+    via = {"ReplicaSet": REPLICASETS, "Job": JOBS}
+    if kind in via:
+        parent = _quiet(lambda: session.api.get(via[kind].object_path(session.namespace, name)))
+        ref = _controller(parent) if parent else None
+        if ref is not None:
+            kind, name = str(ref.get("kind")), str(ref.get("name"))
+    short = {k.resource.kind: k.short for k in WORKLOAD_KINDS}
+    return f"{short[kind]}/{name}" if kind in short else f"{kind.lower()}/{name}"

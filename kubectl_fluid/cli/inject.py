@@ -1,0 +1,242 @@
+"""``kubectl fluid inject (deploy|sts|ds|job|cronjob)/NAME --dataset ds1[,ds2]`` (SPEC §6).
+
+Adds ``fluid.io/inject: "true"`` and ``fluid.io/dataset`` to the pod template with a JSON merge patch,
+after checking that every dataset exists and has its runtime config (the webhook would refuse the
+pods otherwise); prints what changed. ``--remove`` takes them away, ``--dry-run`` prints the patch,
+``--wait`` follows the rollout.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from kubectl_fluid.cli import complete
+from kubectl_fluid.cli.errors import CliError
+from kubectl_fluid.cli.settings import Settings, kube_command, parse_duration
+
+if TYPE_CHECKING:
+    from kubectl_fluid.cli.injection import Plan
+    from kubectl_fluid.cli.settings import Session
+    from kubectl_fluid.cli.workloads import Target
+
+CONFLICT_RETRIES = 3
+
+EPILOG = """\b
+Examples:
+  kubectl fluid inject deploy/app --dataset ds1
+  kubectl fluid inject sts/db --dataset ds1,ds2 -n team-a --wait
+  kubectl fluid inject deploy/app --dataset ds1 --dry-run
+  kubectl fluid inject deploy/app --remove
+"""
+
+
+def parse_datasets(values: tuple[str, ...]) -> list[str]:
+    """``--dataset a,b --dataset c`` → ``[a, b, c]``; refuses what cannot be a dataset here."""
+    from kubectl_fluid.api import names
+
+    found = sorted({part.strip() for value in values for part in value.split(",")} - {""})
+    for dataset in found:
+        if "/" in dataset:
+            raise CliError(
+                f'dataset "{dataset}" names a namespace: datasets are read from the workload\'s own '
+                "namespace; create the Dataset there and pass its bare name (and the namespace with -n)"
+            )
+        problem = names.dataset_name_error(dataset)
+        if problem:
+            raise CliError(f'dataset "{dataset}": {problem}')
+    return found
+
+
+@click.command(epilog=EPILOG)
+@click.argument("workload", nargs=-1, required=True, shell_complete=complete.workloads)
+@click.option(
+    "--dataset",
+    "datasets",
+    multiple=True,
+    metavar="DS[,DS...]",
+    shell_complete=complete.dataset_list,
+    help="Datasets whose runtime config the pods get (repeatable; comma-separated).",
+)
+@click.option("--remove", is_flag=True, help="Take the datasets (all without --dataset) away again.")
+@click.option(
+    "--dry-run",
+    type=click.Choice(["none", "client", "server"]),
+    default="none",
+    help="client (what --dry-run alone means): print the patch, change nothing; server: also have the "
+    "API server validate it.",
+)
+@click.option("--wait", is_flag=True, help="Follow the rollout until the new pods are available.")
+@click.option("--timeout", default="5m", metavar="DURATION", help="How long --wait waits (default 5m).")
+@kube_command(outputs=("json", "yaml", "name"))
+def inject(
+    *,
+    workload: tuple[str, ...],
+    datasets: tuple[str, ...],
+    remove: bool,
+    dry_run: str,
+    wait: bool,
+    timeout: str,
+    settings: Settings,
+) -> None:
+    """Give a workload's pods datasets' runtime config.
+
+    WORKLOAD is KIND/NAME (or KIND NAME) with KIND one of deploy, sts, ds, job, cronjob. The
+    pod template gets the label fluid.io/inject=true and the annotation fluid.io/dataset; the
+    webhook then injects every new pod. Running pods are replaced by the workload's own rollout.
+    """
+    from kubectl_fluid.cli.workloads import parse_target
+
+    target = parse_target(workload)
+    wanted = parse_datasets(datasets)
+    if not remove and not wanted:
+        raise click.UsageError("--dataset is required (or --remove to take datasets away)")
+    try:
+        wait_seconds = parse_duration(timeout)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="--timeout") from None
+    session = settings.open()
+    with session.api:
+        obj = _apply(session, target, datasets=wanted, remove=remove, dry_run=dry_run, output=settings.output)
+        if wait and dry_run == "none":
+            _wait(session, target, obj, wait_seconds)
+
+
+def _read(session: Session, target: Target) -> dict[str, Any]:
+    from kubectl_fluid.cli.checks import not_found
+
+    resource = target.kind.resource
+    obj = session.api.get(resource.object_path(session.namespace, target.name))
+    if obj is None:
+        raise CliError(not_found(session.api, f'{resource} "{target.name}"', session.namespace))
+    return obj
+
+
+def _check_job(target: Target, obj: dict[str, Any]) -> None:
+    """A Job's pod template may change only while it is suspended and has never started
+    (Kubernetes ≥ 1.27); otherwise say so before the API server says "field is immutable"."""
+    if target.kind.resource.kind != "Job":
+        return
+    started = (obj.get("status") or {}).get("startTime")
+    if not (obj.get("spec") or {}).get("suspend") or started:
+        raise CliError(
+            f"cannot change the pod template of {target}: a Job's template is immutable once it has "
+            "started; inject its CronJob, or recreate the Job with the label and annotation "
+            "(--dry-run prints them)"
+        )
+
+
+def _check_datasets(session: Session, datasets: list[str]) -> None:
+    from kubectl_fluid.cli.checks import dataset_problem, namespace_missing, what_to_do
+
+    problems = [
+        p for ds in datasets if (p := dataset_problem(session.api, session.namespace, ds)) is not None
+    ]
+    if problems:
+        if namespace_missing(session.api, session.namespace):
+            raise CliError(f'namespace "{session.namespace}" not found; pass an existing namespace with -n')
+        raise CliError(f"{'; '.join(problems)}: {what_to_do(problems[0], session.namespace)}")
+
+
+def _check_webhook(session: Session) -> None:
+    from kubectl_fluid.cli.checks import webhook_problem
+    from kubectl_fluid.cli.output import warn
+
+    problem, excluded = webhook_problem(session.api, session.namespace)
+    if problem and excluded:
+        raise CliError(f"{problem}: injecting there has no effect; run the workload in another namespace")
+    if problem:
+        warn(problem)
+
+
+def _plan(target: Target, obj: dict[str, Any], datasets: list[str], remove: bool) -> Plan:
+    from kubectl_fluid.cli.injection import plan_inject, plan_remove, template_of
+    from kubectl_fluid.cli.podview import metadata
+
+    labels, annotations = metadata(template_of(obj, target.kind.template_path))
+    if remove:
+        return plan_remove(labels, annotations, datasets or None)
+    return plan_inject(labels, annotations, datasets)
+
+
+def _apply(
+    session: Session, target: Target, *, datasets: list[str], remove: bool, dry_run: str, output: str | None
+) -> dict[str, Any]:
+    from kubectl_fluid.cli.errors import ApiError
+    from kubectl_fluid.cli.output import dump, write
+    from kubectl_fluid.cli.transport import MERGE_PATCH
+
+    resource = target.kind.resource
+    obj = _read(session, target)
+    _check_job(target, obj)
+    if not remove:
+        _check_datasets(session, datasets)
+        _check_webhook(session)
+    for attempt in range(CONFLICT_RETRIES):
+        plan = _plan(target, obj, datasets, remove)
+        if dry_run == "client":
+            _warn_absent(target, plan, datasets if remove else [])
+            _report(target, plan, "(dry run)")
+            patch = plan.patch(target.kind.template_path)
+            write(f"{target}\n" if output == "name" else dump(patch, output or "json"))
+            return obj
+        if plan.changes:
+            params = {"dryRun": "All"} if dry_run == "server" else None
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            try:
+                obj = session.api.request(
+                    "PATCH",
+                    resource.object_path(session.namespace, target.name),
+                    params=params,
+                    body=plan.patch(target.kind.template_path, rv),
+                    content_type=MERGE_PATCH,
+                )
+            except ApiError as e:
+                if e.code == 409 and attempt + 1 < CONFLICT_RETRIES:
+                    obj = _read(session, target)  # changed meanwhile: plan again on what is there now
+                    continue
+                raise
+        break
+    _warn_absent(target, plan, datasets if remove else [])
+    if output in ("json", "yaml"):
+        write(dump(obj, output))
+    elif output == "name":
+        write(f"{target}\n")
+    else:
+        _report(target, plan, "(server dry run)" if dry_run == "server" else "", stream=sys.stdout)
+    return obj
+
+
+def _warn_absent(target: Target, plan: Plan, removing: list[str]) -> None:
+    from kubectl_fluid.cli.output import warn
+
+    absent = sorted(set(removing) - set(plan.before))
+    if absent:
+        warn(f"{target} does not name {', '.join(absent)}; nothing to remove for them")
+
+
+def _report(target: Target, plan: Plan, suffix: str, stream: Any = None) -> None:
+    """``deployment.apps/x patched`` and one line per change, as a person reads them. A dry run
+    writes them to stderr: its stdout is the patch alone, for a pipe."""
+    stream = stream or sys.stderr
+    verb = "patched" if plan.changes else "patched (no change)"
+    stream.write(" ".join(filter(None, (f"{target} {verb}", suffix))) + "\n")
+    for change in plan.changes:
+        stream.write(f"  {change.describe()}\n")
+
+
+def _wait(session: Session, target: Target, obj: dict[str, Any], timeout: float) -> None:
+    from kubectl_fluid.cli.output import warn
+    from kubectl_fluid.cli.rollout import NO_ROLLOUT_KINDS, follow
+
+    kind = target.kind.resource.kind
+    if kind in NO_ROLLOUT_KINDS:
+        when = "its next Jobs" if kind == "CronJob" else "it runs"
+        warn(f"{target} has no rollout to wait for: pods created when {when} get the change")
+        return
+    path = target.kind.resource.object_path(session.namespace, target.name)
+    follow(
+        kind, lambda: session.api.get(path), timeout=timeout, what=str(target), namespace=session.namespace
+    )

@@ -1,0 +1,111 @@
+"""``kubectl fluid``: the root command, and the one place where failures become ``error: …`` + exit 1.
+
+Start-up is part of the interface (``kubectl fluid --help`` must feel instant): this module and the
+verb modules import only click and the plugin's own light modules at the top, a command loads only
+its own verb, and the API client, YAML, JSON, TLS and tabulate are imported inside the commands that
+use them. No server code (webhook,
+controller, csi) and no kr8s/pydantic/httpx is ever imported by the plugin.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+import click
+
+from kubectl_fluid.cli.errors import ApiError, CliError, Unreachable, describe_api_error, describe_unreachable
+from kubectl_fluid.cli.settings import connection_options
+
+PROG = "kubectl fluid"
+DEBUG_ENV = "KUBECTL_FLUID_DEBUG"
+
+
+# Verb → its module, in the order a person meets them. A command imports only its own verb's module.
+VERBS = {
+    "inject": "kubectl_fluid.cli.inject",
+    "config": "kubectl_fluid.cli.config",
+    "mounts": "kubectl_fluid.cli.mounts",
+    "datasets": "kubectl_fluid.cli.datasets",
+    "explain": "kubectl_fluid.cli.explain",
+}
+
+
+class Verbs(click.Group):
+    """Verbs loaded on use (each module holds a command named like it), listed in VERBS' order."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(VERBS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in VERBS:
+            return None
+        import importlib
+
+        command = getattr(importlib.import_module(VERBS[cmd_name]), cmd_name)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(
+    cls=Verbs,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
+    epilog="\b\nUse 'kubectl fluid COMMAND --help' for more about a command.",
+)
+@connection_options
+def cli(**_: object) -> None:
+    """Fluid dataset caches from kubectl: inject datasets' runtime config into workloads, read it,
+    and see the shared FUSE mounts of the CSI driver."""
+
+
+def normalize_args(args: Sequence[str]) -> list[str]:
+    """kubectl's ``--dry-run`` alone means ``--dry-run=client`` and never takes the next word as its
+    value (pflag's NoOptDefVal); click's optional values would, so the bare flag is spelled out."""
+    return ["--dry-run=client" if a == "--dry-run" else a for a in args]
+
+
+def _fail(message: str, usage_of: click.Context | None = None) -> int:
+    sys.stderr.write(f"error: {message}\n")
+    if usage_of is not None:
+        sys.stderr.write(f"See '{usage_of.command_path} --help' for usage.\n")
+    return 1
+
+
+def message_for(e: Exception) -> str | None:
+    """The ``error:`` line for a failure the plugin knows, None for a bug."""
+    if isinstance(e, click.ClickException):
+        text = e.format_message()
+        # kubectl's errors start in lower case ("error: unknown flag"); click's sentences do not.
+        return text[:1].lower() + text[1:] if text[1:2].islower() else text
+    if isinstance(e, click.Abort):
+        return "interrupted"
+    if isinstance(e, ApiError):
+        return describe_api_error(e)
+    if isinstance(e, Unreachable):
+        return describe_unreachable(e)
+    if isinstance(e, CliError):
+        return str(e)
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = normalize_args(sys.argv[1:] if argv is None else argv)
+    try:
+        result = cli.main(args=args, prog_name=PROG, standalone_mode=False)
+    except BrokenPipeError:
+        # The reader went away (``| head``): stop quietly, and keep Python from complaining at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except Exception as e:
+        message = message_for(e)
+        if message is None:
+            if os.environ.get(DEBUG_ENV):
+                raise
+            message = f"unexpected {type(e).__name__}: {e} (set {DEBUG_ENV}=1 for a traceback)"
+        return _fail(message, e.ctx if isinstance(e, click.UsageError) else None)
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

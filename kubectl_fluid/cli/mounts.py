@@ -1,0 +1,140 @@
+"""``kubectl fluid mounts`` (SPEC §6): the FUSE mounts of the CSI driver, one row per (node, mount key),
+from the FuseMount objects its node services publish.
+
+``-o wide`` adds the staged volumes, the number of publish targets and the pods behind them (pods
+are matched by UID among the pods of the mounts' nodes; a pod that cannot be read shows its UID).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from kubectl_fluid.cli import complete
+from kubectl_fluid.cli.settings import Settings, kube_command
+
+HEADERS = ("NODE", "MOUNT-KEY", "MASTER-ADDRS", "FS-PATH", "MODE", "REFS", "PHASE", "AGE")
+WIDE_HEADERS = (*HEADERS, "VOLUMES", "TARGETS", "PODS")
+
+
+def _spec(fm: Mapping[str, Any]) -> Mapping[str, Any]:
+    return fm.get("spec") or {}
+
+
+def _status(fm: Mapping[str, Any]) -> Mapping[str, Any]:
+    return fm.get("status") or {}
+
+
+def short_key(mount_key: str) -> str:
+    """The mount key as FuseMount names show it (its first 16 hex digits)."""
+    from kubectl_fluid.api import names
+
+    return mount_key[: names.FUSE_MOUNT_KEY_PREFIX_LENGTH]
+
+
+def select(items: Sequence[Mapping[str, Any]], node: str | None) -> list[Mapping[str, Any]]:
+    """Mounts of ``node`` (all without), ordered by node then mount key. The label selector sent to
+    the server narrows the list; this check is exact where a long node name made the label shorter."""
+    chosen = [fm for fm in items if node is None or _spec(fm).get("nodeName") == node]
+    return sorted(
+        chosen, key=lambda fm: (str(_spec(fm).get("nodeName", "")), str(_spec(fm).get("mountKey", "")))
+    )
+
+
+def pod_uids(fm: Mapping[str, Any]) -> list[str]:
+    uids = []
+    for volume in _status(fm).get("volumes") or ():
+        for target in volume.get("targets") or ():
+            uid = target.get("podUID")
+            if uid and uid not in uids:
+                uids.append(str(uid))
+    return uids
+
+
+def row(
+    fm: Mapping[str, Any], now: datetime, wide: bool = False, pods: Mapping[str, str] | None = None
+) -> list[str]:
+    from kubectl_fluid.cli.table import age, cell
+
+    spec, status = _spec(fm), _status(fm)
+    cells = [
+        cell(spec.get("nodeName")),
+        cell(short_key(str(spec.get("mountKey") or ""))),
+        cell(spec.get("masterAddrs")),
+        cell(spec.get("fsPath")),
+        cell(spec.get("mode")),
+        str(int(status.get("refCount") or 0)),
+        cell(status.get("phase")),
+        age((fm.get("metadata") or {}).get("creationTimestamp"), now),
+    ]
+    if wide:
+        volumes = status.get("volumes") or []
+        targets = sum(len(v.get("targets") or []) for v in volumes)
+        names_by_uid = pods or {}
+        cells += [
+            cell(",".join(str(v.get("volumeID", "")) for v in volumes)),
+            str(targets),
+            cell(",".join(names_by_uid.get(uid, uid) for uid in pod_uids(fm))),
+        ]
+    return cells
+
+
+@click.command(epilog="\b\nExamples:\n  kubectl fluid mounts\n  kubectl fluid mounts --node node-1 -o wide")
+@click.option("--node", metavar="NODE", shell_complete=complete.nodes, help="Only the mounts of this node.")
+@kube_command(outputs=("json", "yaml", "wide", "name"), lists=True)
+def mounts(node: str | None, settings: Settings) -> None:
+    """List the shared FUSE mounts per node.
+
+    One row per node and mount key, with its reference count (staged volumes) and phase.
+
+    FuseMount objects are cluster-scoped: -n and -A are accepted and change nothing.
+    """
+    from kubectl_fluid.api import names
+    from kubectl_fluid.cli.output import as_list, dump, nothing_found, write
+    from kubectl_fluid.cli.table import render
+    from kubectl_fluid.kube import resources
+
+    session = settings.open()
+    params = {"labelSelector": names.fuse_mount_node_selector(node)} if node else None
+    with session.api:
+        items = select(session.api.list(resources.FUSEMOUNTS.collection_path(), params), node)
+        output = settings.output
+        if output in ("json", "yaml"):
+            write(dump(as_list(items), output))
+            return
+        if not items:
+            nothing_found(None)
+            return
+        if output == "name":
+            write("".join(f"fusemount.{names.GROUP}/{fm['metadata']['name']}\n" for fm in items))
+            return
+        wide = output == "wide"
+        pods = _pods_by_uid(session.api, items) if wide else {}
+    now = datetime.now(UTC)
+    rows = [row(fm, now, wide, pods) for fm in items]
+    write(render(WIDE_HEADERS if wide else HEADERS, rows, settings.no_headers))
+
+
+def _pods_by_uid(api: Any, items: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """``namespace/name`` of the pods behind the targets, read per node (the way ``kubectl describe
+    node`` finds a node's pods). Without the right to list pods, UIDs are shown instead."""
+    from kubectl_fluid.cli.errors import ApiError
+    from kubectl_fluid.cli.output import warn
+    from kubectl_fluid.kube import resources
+
+    wanted = {uid for fm in items for uid in pod_uids(fm)}
+    found: dict[str, str] = {}
+    for node in sorted({str(_spec(fm).get("nodeName")) for fm in items if pod_uids(fm)}):
+        try:
+            pods = api.list(resources.PODS.collection_path(), {"fieldSelector": f"spec.nodeName={node}"})
+        except ApiError as e:
+            warn(f"cannot list the pods of node {node} ({e.reason or e.code}); PODS shows their UIDs")
+            continue
+        for pod in pods:
+            meta = pod.get("metadata") or {}
+            if meta.get("uid") in wanted:
+                found[meta["uid"]] = f"{meta.get('namespace')}/{meta.get('name')}"
+    return found

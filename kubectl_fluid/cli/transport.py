@@ -1,0 +1,318 @@
+"""A small, synchronous API client on the standard library: one kept-alive HTTPS connection, JSON in
+and out, errors as ``ApiError`` / ``Unreachable``.
+
+Why not kr8s here: a plugin command is a whole process, and kr8s (httpx, anyio, discovery) costs
+more to import than the request itself; ``config show`` would then be several times slower than
+``kubectl get cm``. The servers keep using kr8s. This module is imported only by commands that talk to
+the cluster, never on the ``--help`` path.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import http.client
+import json
+import os
+import socket
+import ssl
+import sys
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from kubectl_fluid.cli.errors import ApiError, CliError, Unreachable
+from kubectl_fluid.cli.kubeconfig import Access, Credentials
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+USER_AGENT = "kubectl-fluid/0.1.0"
+
+
+class Api:
+    """Requests by path (paths come from ``kubectl_fluid.kube.resources``)."""
+
+    def __init__(self, access: Access, timeout: float | None = 30.0) -> None:
+        self.access = access
+        self.timeout = timeout or None
+        url = urlsplit(access.server)
+        if url.scheme not in ("https", "http") or not url.hostname:
+            raise CliError(f"server {access.server!r} of context {access.context!r} is not an http(s) URL")
+        self._https = url.scheme == "https"
+        self._host = url.hostname
+        self._port = url.port or (443 if self._https else 80)
+        self._prefix = url.path.rstrip("/")
+        self._conn: http.client.HTTPConnection | None = None
+        self._auth: str | None = None
+        self._exec_cache: Credentials | None = None
+
+    # -- requests ----------------------------------------------------------------------------------
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+    ) -> Any:
+        """The decoded JSON answer; raises ApiError on a non-2xx status, Unreachable without one."""
+        target = self._prefix + path + (f"?{urlencode(params)}" if params else "")
+        payload = None if body is None else json.dumps(body).encode()
+        headers = {"Accept": JSON, "User-Agent": USER_AGENT}
+        if payload is not None:
+            headers["Content-Type"] = content_type
+        auth = self._authorization()
+        if auth:
+            headers["Authorization"] = auth
+        # A kept-alive connection the server closed meanwhile fails on first use; a GET is safe to send
+        # again, anything else is not (it may have been applied).
+        attempts = 2 if method == "GET" and self._conn is not None else 1
+        for attempt in range(attempts):
+            try:
+                status, data = self._roundtrip(method, target, payload, headers)
+                break
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as e:
+                self.close()
+                if attempt + 1 == attempts:
+                    raise Unreachable(self.access.server, _reason(e)) from None
+            except (OSError, http.client.HTTPException) as e:
+                self.close()
+                raise Unreachable(self.access.server, _reason(e)) from None
+        if status >= 400:
+            raise _api_error(status, data, method, path)
+        return json.loads(data) if data else None
+
+    def get(self, path: str, params: dict[str, str] | None = None) -> dict[str, Any] | None:
+        """The object at ``path``, or None when it does not exist (a missing *kind* still raises)."""
+        try:
+            found: dict[str, Any] = self.request("GET", path, params=params)
+        except ApiError as e:
+            if e.is_missing_object:
+                return None
+            raise
+        return found
+
+    def list(self, path: str, params: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        listed = self.request("GET", path, params=params) or {}
+        items: list[dict[str, Any]] = listed.get("items") or []
+        return items
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> Api:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- connection --------------------------------------------------------------------------------
+    def _roundtrip(
+        self, method: str, target: str, payload: bytes | None, headers: dict[str, str]
+    ) -> tuple[int, bytes]:
+        conn = self._connection()
+        conn.request(method, target, body=payload, headers=headers)
+        response = conn.getresponse()
+        data = response.read()
+        for warning in response.headers.get_all("Warning") or ():
+            # The API server's warnings (deprecations, admission warnings) reach the operator as kubectl
+            # relays them: ``Warning: <text>`` on stderr.
+            sys.stderr.write(f"Warning: {warning_text(warning)}\n")
+        if response.will_close:
+            self.close()
+        return response.status, data
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._conn is None:
+            if self._https:
+                self._conn = _HTTPSConnection(
+                    self._host,
+                    self._port,
+                    timeout=self.timeout,
+                    context=self._ssl_context(),
+                    server_name=self.access.tls_server_name,
+                )
+            else:
+                self._conn = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
+        return self._conn
+
+    def _ssl_context(self) -> ssl.SSLContext:
+        access = self.access
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        if access.insecure:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        elif access.ca_file or access.ca_data:
+            # Like kubectl: a cluster's own CA replaces the system roots, it does not add to them.
+            try:
+                if access.ca_file:
+                    ctx.load_verify_locations(cafile=access.ca_file)
+                if access.ca_data:
+                    ctx.load_verify_locations(cadata=access.ca_data.decode())
+            except (OSError, ssl.SSLError, UnicodeDecodeError) as e:
+                raise CliError(
+                    f"cannot load the certificate authority of context {access.context!r}: {_reason(e)}"
+                ) from None
+        else:
+            ctx.load_default_certs()
+        creds = self._exec_credentials() if access.credentials.exec_config else access.credentials
+        if creds.cert_file or creds.cert_data:
+            _load_client_cert(ctx, creds, access.context)
+        return ctx
+
+    def _authorization(self) -> str | None:
+        if self._auth is None:
+            creds = self.access.credentials
+            if creds.exec_config:
+                creds = self._exec_credentials()
+            token = creds.token
+            if not token and creds.token_file:
+                try:
+                    with open(creds.token_file) as f:
+                        token = f.read().strip()
+                except OSError as e:
+                    raise CliError(f"cannot read tokenFile {creds.token_file}: {e.strerror}") from None
+            if token:
+                self._auth = f"Bearer {token}"
+            elif creds.username and creds.password:
+                basic = base64.b64encode(f"{creds.username}:{creds.password}".encode()).decode()
+                self._auth = f"Basic {basic}"
+            else:
+                self._auth = ""
+        return self._auth or None
+
+    def _exec_credentials(self) -> Credentials:
+        if self._exec_cache is None:
+            config = self.access.credentials.exec_config or {}
+            self._exec_cache = run_exec_plugin(config, self.access.context)
+        return self._exec_cache
+
+
+class _HTTPSConnection(http.client.HTTPSConnection):
+    """HTTPS whose certificate is checked against ``tls-server-name`` when the kubeconfig sets one
+    (a server reached by IP whose certificate names a host)."""
+
+    def __init__(
+        self, host: str, port: int, *, timeout: float | None, context: ssl.SSLContext, server_name: str | None
+    ) -> None:
+        super().__init__(host, port, timeout=timeout, context=context)
+        self._context = context
+        self._server_name = server_name or host
+
+    def connect(self) -> None:
+        http.client.HTTPConnection.connect(self)
+        self.sock = self._context.wrap_socket(self.sock, server_hostname=self._server_name)
+
+
+def run_exec_plugin(config: dict[str, Any] | Any, context: str) -> Credentials:
+    """Credentials from a client-go exec plugin (``ExecCredential`` on stdout)."""
+    import subprocess
+
+    api_version = str(config.get("apiVersion") or "client.authentication.k8s.io/v1")
+    env = dict(os.environ)
+    for item in config.get("env") or ():
+        env[str(item.get("name"))] = str(item.get("value", ""))
+    env["KUBERNETES_EXEC_INFO"] = json.dumps(
+        {"apiVersion": api_version, "kind": "ExecCredential", "spec": {"interactive": False}}
+    )
+    argv = [str(config["command"]), *(str(a) for a in config.get("args") or ())]
+    try:
+        run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        hint = config.get("installHint") or ""
+        raise CliError(
+            f"credential plugin {argv[0]} of context {context!r} failed: {e} {hint}".strip()
+        ) from None
+    if run.returncode != 0:
+        detail = (run.stderr.strip().splitlines() or [f"exit {run.returncode}"])[-1]
+        raise CliError(f"credential plugin {argv[0]} of context {context!r} failed: {detail}")
+    try:
+        status = json.loads(run.stdout).get("status") or {}
+    except (ValueError, AttributeError):
+        raise CliError(
+            f"credential plugin {argv[0]} of context {context!r} printed no ExecCredential"
+        ) from None
+    cert, key = status.get("clientCertificateData"), status.get("clientKeyData")
+    return Credentials(
+        token=status.get("token"),
+        cert_data=cert.encode() if cert else None,
+        key_data=key.encode() if key else None,
+    )
+
+
+def warning_text(header: str) -> str:
+    """The text of an RFC 7234 ``Warning`` header as the API server sends it: ``299 - "text"``."""
+    code, _, rest = header.partition(" ")
+    agent, _, text = rest.partition(" ")
+    if code.isdigit() and agent and len(text) >= 2 and text[0] == text[-1] == '"':
+        return text[1:-1].replace('\\"', '"')
+    return header
+
+
+def _load_client_cert(ctx: ssl.SSLContext, creds: Credentials, context: str) -> None:
+    """``load_cert_chain`` reads only files; inline ``*-data`` goes through anonymous memory files
+    (memfd) where the OS has them, so a private key never touches the disk."""
+    try:
+        if creds.cert_data or creds.key_data:
+            with _memory_file(creds.cert_data or b"") as cert, _memory_file(creds.key_data or b"") as key:
+                ctx.load_cert_chain(cert, key if creds.key_data else None)
+        else:
+            ctx.load_cert_chain(str(creds.cert_file), creds.key_file)
+    except (OSError, ssl.SSLError) as e:
+        raise CliError(f"cannot load the client certificate of context {context!r}: {_reason(e)}") from None
+
+
+@contextlib.contextmanager
+def _memory_file(data: bytes) -> Iterator[str]:
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("kubectl-fluid-credential")
+        try:
+            os.write(fd, data)
+            yield f"/proc/self/fd/{fd}"
+        finally:
+            os.close(fd)
+        return
+    import tempfile
+
+    fd, tmp = tempfile.mkstemp()
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        yield tmp
+    finally:
+        os.unlink(tmp)
+
+
+def _api_error(status: int, data: bytes, method: str, path: str) -> ApiError:
+    try:
+        body = json.loads(data)
+    except ValueError:
+        body = None
+    if not isinstance(body, dict):
+        text = data.decode(errors="replace").strip()[:300] or http.client.responses.get(status, "")
+        return ApiError(status, "", text, method=method, path=path)
+    return ApiError(
+        status,
+        str(body.get("reason") or ""),
+        str(body.get("message") or ""),
+        method=method,
+        path=path,
+        details=body.get("details"),
+    )
+
+
+def _reason(e: BaseException) -> str:
+    if isinstance(e, ssl.SSLCertVerificationError):
+        return f"TLS certificate not trusted: {e.verify_message}"
+    if isinstance(e, TimeoutError):
+        return "timed out; see --request-timeout"
+    if isinstance(e, socket.gaierror):
+        return f"cannot resolve the host name: {e.strerror}"
+    if isinstance(e, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror.lower() if e.strerror[:1].isupper() else e.strerror
+    return str(e) or type(e).__name__

@@ -1,0 +1,107 @@
+"""What an operator sees when the cluster cannot answer, or will not: one ``error:`` line that says what
+to do, exit 1. Plus the parts of kubectl's plugin contract that need a real kubectl: help and
+shell completion through ``kubectl_complete-fluid``."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+import yaml
+from kubernetes import client
+
+from kubectl_fluid.api import names
+from tests.e2e.fluid import kubectl_binary
+from tests.e2e.test_cli_inject import PLUGIN_DIR, kubectl_fluid, ok, one_error_line
+from tests.e2e.wait import eventually
+
+
+def kubeconfig_with(admin: Path, out: Path, *, server: str | None = None, token: str | None = None) -> Path:
+    """The admin kubeconfig with its server or its user replaced."""
+    cfg = yaml.safe_load(admin.read_text())
+    for cluster in cfg["clusters"]:
+        if server:
+            cluster["cluster"]["server"] = server
+        ca = cluster["cluster"].get("certificate-authority")
+        if ca and not Path(ca).is_absolute():
+            cluster["cluster"]["certificate-authority"] = str(admin.parent / ca)
+    if token:
+        for user in cfg["users"]:
+            user["user"] = {"token": token}
+    out.write_text(json.dumps(cfg))
+    return out
+
+
+def test_an_unreachable_cluster(kubeconfig: Path, tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dead = kubeconfig_with(kubeconfig, tmp_path / "dead", server=f"https://127.0.0.1:{port}")
+    line = one_error_line(kubectl_fluid(dead, "datasets"))
+    assert line.startswith(
+        f"error: cannot reach the Kubernetes API server at https://127.0.0.1:{port} (connection refused)"
+    )
+    assert "--kubeconfig" in line
+    line = one_error_line(kubectl_fluid(kubeconfig, "datasets", "--context", "nope"))
+    assert 'context "nope" not found' in line
+
+
+def test_missing_rbac_names_the_permission(
+    kubeconfig: Path, core: client.CoreV1Api, namespace: str, fluid: Path, tmp_path: Path
+) -> None:
+    core.create_namespaced_service_account(namespace, {"metadata": {"name": "nobody"}})
+    token = eventually(
+        lambda: core.create_namespaced_service_account_token(
+            "nobody", namespace, {"spec": {"expirationSeconds": 3600}}
+        ),
+        "a token for ServiceAccount nobody",
+        timeout=30,
+    ).status.token
+    nobody = kubeconfig_with(kubeconfig, tmp_path / "nobody", token=token)
+
+    line = one_error_line(kubectl_fluid(nobody, "datasets", "-n", namespace))
+    assert "forbidden" in line
+    assert f"kubectl auth can-i list datasets.data.fluid.io -n {namespace}" in line
+    line = one_error_line(kubectl_fluid(nobody, "config", "show", "ds1", "-n", namespace))
+    assert f"kubectl auth can-i get configmaps -n {namespace}" in line
+    line = one_error_line(kubectl_fluid(nobody, "mounts"))
+    assert "kubectl auth can-i list fusemounts.data.fluid.io" in line
+
+
+def test_help_and_completion_through_kubectl(
+    kubeconfig: Path, k8s: client.ApiClient, namespace: str, fluid: Path
+) -> None:
+    out = ok(kubectl_fluid(kubeconfig, "--help"))
+    assert out.startswith("Usage: kubectl fluid [OPTIONS] COMMAND [ARGS]...")
+    dataset = {
+        "apiVersion": names.API_VERSION,
+        "kind": "Dataset",
+        "metadata": {"name": "ds-complete"},
+        "spec": {"mounts": []},
+    }
+    client.CustomObjectsApi(k8s).create_namespaced_custom_object(
+        names.GROUP, names.VERSION, namespace, "datasets", dataset
+    )
+
+    def complete(*words: str) -> list[str]:
+        env = {
+            **os.environ,
+            "PATH": f"{PLUGIN_DIR}{os.pathsep}{os.environ.get('PATH', '')}",
+            "KUBECONFIG": str(kubeconfig),
+        }
+        run = subprocess.run(
+            [kubectl_binary(), "__complete", "fluid", *words],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return run.stdout.splitlines()
+
+    verbs = complete("")
+    assert [v.split("\t")[0] for v in verbs] == ["inject", "config", "mounts", "datasets", "explain", ":4"]
+    assert complete("inject", "cr") == ["cronjob/", ":6"]
+    assert complete("config", "show", "-n", namespace, "ds-") == ["ds-complete", ":4"]

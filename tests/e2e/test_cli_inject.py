@@ -1,0 +1,246 @@
+"""``kubectl fluid inject`` through a real kubectl (plugin discovery on PATH), with the controller and the
+webhook running: the workload's new pods are stored with the runtime config, ``--remove`` takes it
+away, ``--dry-run`` changes nothing. Assertions read the cluster with the official client."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from kubectl_fluid.api import names
+from tests.e2e.fluid import ControllerProcess, WebhookProcess, kubectl_binary
+from tests.e2e.test_controller import Fluid
+from tests.e2e.test_webhook import assert_injected, injected, ready_dataset
+from tests.e2e.wait import as_json, eventually
+
+# The venv's bin holds kubectl-fluid and kubectl_complete-fluid (console scripts of this package).
+PLUGIN_DIR = Path(sys.executable).parent
+
+
+def kubectl_fluid(kubeconfig: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """``kubectl fluid ARGS`` exactly as an operator runs it: kubectl finds the plugin on PATH.
+    (kubectl takes no flags before a plugin's name, so the cluster comes from KUBECONFIG.)"""
+    env = {
+        **os.environ,
+        "PATH": f"{PLUGIN_DIR}{os.pathsep}{os.environ.get('PATH', '')}",
+        "KUBECONFIG": str(kubeconfig),
+    }
+    return subprocess.run(
+        [kubectl_binary(), "fluid", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def ok(run: subprocess.CompletedProcess[str]) -> str:
+    assert run.returncode == 0, f"exit {run.returncode}: {run.stderr}"
+    return run.stdout
+
+
+def one_error_line(run: subprocess.CompletedProcess[str]) -> str:
+    """kubectl's convention: exit 1, one ``error: …`` line on stderr, no traceback."""
+    assert run.returncode == 1, run
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1, run.stderr
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+@pytest.fixture
+def fl(
+    k8s: client.ApiClient, namespace: str, controller: ControllerProcess, webhook: WebhookProcess
+) -> Fluid:
+    return Fluid(k8s, namespace)
+
+
+def app_template(labels: dict[str, str]) -> dict[str, Any]:
+    return {
+        "metadata": {"labels": labels},
+        "spec": {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]},
+    }
+
+
+def live_pods(fl: Fluid, selector: str) -> list[dict[str, Any]]:
+    pods: list[dict[str, Any]] = as_json(fl.core.list_namespaced_pod(fl.ns, label_selector=selector))["items"]
+    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+
+def test_inject_dry_run_then_inject_then_remove_a_deployment(fl: Fluid, kubeconfig: Path) -> None:
+    ready_dataset(fl, "ds1")
+    labels = {"app": "x"}
+    fl.apps.create_namespaced_deployment(
+        fl.ns,
+        {
+            "metadata": {"name": "x"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": labels}, "template": app_template(labels)},
+        },
+    )
+    eventually(lambda: len(live_pods(fl, "app=x")) == 2, "the Deployment's first 2 pods")
+    before = as_json(fl.apps.read_namespaced_deployment("x", fl.ns))
+
+    # --dry-run prints the merge patch and changes nothing.
+    patch = json.loads(
+        ok(kubectl_fluid(kubeconfig, "inject", "deploy/x", "--dataset", "ds1", "-n", fl.ns, "--dry-run"))
+    )
+    assert patch == {
+        "spec": {
+            "template": {
+                "metadata": {
+                    "labels": {names.LABEL_INJECT: "true"},
+                    "annotations": {names.ANNOTATION_DATASET: "ds1"},
+                }
+            }
+        }
+    }
+    after = as_json(fl.apps.read_namespaced_deployment("x", fl.ns))
+    assert after["metadata"]["generation"] == before["metadata"]["generation"]
+    assert after["spec"]["template"] == before["spec"]["template"]
+
+    # inject --wait: patched, rollout followed, and every new pod is stored with the runtime config.
+    out = ok(kubectl_fluid(kubeconfig, "inject", "deploy/x", "--dataset", "ds1", "-n", fl.ns, "--wait"))
+    assert out.splitlines()[:3] == [
+        "deployment.apps/x patched",
+        "  + label fluid.io/inject=true",
+        "  + annotation fluid.io/dataset=ds1",
+    ]
+    assert out.splitlines()[-1] == 'deployment "x" successfully rolled out'
+    template = as_json(fl.apps.read_namespaced_deployment("x", fl.ns))["spec"]["template"]["metadata"]
+    assert template["labels"][names.LABEL_INJECT] == "true"
+    assert template["annotations"][names.ANNOTATION_DATASET] == "ds1"
+
+    def injected_pods() -> list[dict[str, Any]]:
+        pods = live_pods(fl, "app=x")
+        return pods if len(pods) == 2 and all(injected(p) for p in pods) else []
+
+    for pod in eventually(injected_pods, "2 live pods, all injected"):
+        assert_injected_app(pod, ["ds1"])
+
+    # Injecting again changes nothing.
+    assert ok(kubectl_fluid(kubeconfig, "inject", "deploy/x", "--dataset", "ds1", "-n", fl.ns)) == (
+        "deployment.apps/x patched (no change)\n"
+    )
+
+    # --remove: the template loses both, and the pods that replace the injected ones are plain.
+    out = ok(kubectl_fluid(kubeconfig, "inject", "deploy/x", "--remove", "-n", fl.ns, "--wait"))
+    assert "  - label fluid.io/inject (was true)" in out.splitlines()
+    template = as_json(fl.apps.read_namespaced_deployment("x", fl.ns))["spec"]["template"]["metadata"]
+    assert names.LABEL_INJECT not in template["labels"]
+    assert names.ANNOTATION_DATASET not in (template.get("annotations") or {})
+
+    def plain_pods() -> list[dict[str, Any]]:
+        pods = live_pods(fl, "app=x")
+        return pods if len(pods) == 2 and not any(injected(p) for p in pods) else []
+
+    for pod in eventually(plain_pods, "2 live pods, none injected"):
+        assert names.LABEL_INJECT_DONE not in pod["metadata"]["labels"]
+        assert not any(
+            e["name"].startswith(names.RUNTIME_CONFIG_PATH_ENV_PREFIX)
+            for e in pod["spec"]["containers"][0].get("env") or []
+        )
+
+
+def assert_injected_app(pod: dict[str, Any], datasets: list[str]) -> None:
+    """test_webhook's check expects its own pod shape (init containers); these pods have one container."""
+    pod = {**pod, "spec": {**pod["spec"], "initContainers": pod["spec"].get("initContainers") or []}}
+    assert_injected(pod, datasets)
+
+
+def test_statefulset_and_cronjob_templates(fl: Fluid, kubeconfig: Path) -> None:
+    ready_dataset(fl, "ds1")
+    ready_dataset(fl, "ds-2")
+    labels = {"app": "db"}
+    fl.apps.create_namespaced_stateful_set(
+        fl.ns,
+        {
+            "metadata": {"name": "db"},
+            "spec": {
+                "replicas": 1,
+                "serviceName": "db",
+                "selector": {"matchLabels": labels},
+                "template": app_template(labels),
+            },
+        },
+    )
+    out = ok(kubectl_fluid(kubeconfig, "inject", "sts/db", "--dataset", "ds1,ds-2", "-n", fl.ns, "--wait"))
+    assert "  + annotation fluid.io/dataset=ds-2,ds1" in out.splitlines()
+    [pod] = eventually(
+        lambda: [p for p in live_pods(fl, "app=db") if injected(p)],
+        "the StatefulSet's pod, injected",
+        timeout=90,
+    )
+    assert_injected_app(pod, ["ds-2", "ds1"])
+
+    client.BatchV1Api(fl.apps.api_client).create_namespaced_cron_job(
+        fl.ns,
+        {
+            "metadata": {"name": "nightly"},
+            "spec": {
+                "schedule": "0 3 * * *",
+                "jobTemplate": {
+                    "spec": {
+                        "template": {
+                            **app_template({}),
+                            "spec": {**app_template({})["spec"], "restartPolicy": "Never"},
+                        }
+                    }
+                },
+            },
+        },
+    )
+    ok(kubectl_fluid(kubeconfig, "inject", "cronjob/nightly", "--dataset", "ds1", "-n", fl.ns))
+    cron = as_json(client.BatchV1Api(fl.apps.api_client).read_namespaced_cron_job("nightly", fl.ns))
+    meta = cron["spec"]["jobTemplate"]["spec"]["template"]["metadata"]
+    assert meta["labels"] == {names.LABEL_INJECT: "true"}
+    assert meta["annotations"] == {names.ANNOTATION_DATASET: "ds1"}
+
+
+def test_refusals_are_one_error_line_and_change_nothing(fl: Fluid, kubeconfig: Path) -> None:
+    ready_dataset(fl, "ds1")
+    fl.create(
+        {
+            "apiVersion": names.API_VERSION,
+            "kind": "Dataset",
+            "metadata": {"name": "nort"},
+            "spec": {"mounts": []},
+        }
+    )
+    labels = {"app": "y"}
+    fl.apps.create_namespaced_deployment(
+        fl.ns,
+        {
+            "metadata": {"name": "y"},
+            "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": app_template(labels)},
+        },
+    )
+    fl.core.create_namespaced_pod(fl.ns, {"metadata": {"name": "bare"}, "spec": app_template({})["spec"]})
+    # The controller keeps writing status (resourceVersion moves); the spec's generation must not.
+    generation = fl.apps.read_namespaced_deployment("y", fl.ns).metadata.generation
+
+    line = one_error_line(kubectl_fluid(kubeconfig, "inject", "deploy/y", "--dataset", "ds9", "-n", fl.ns))
+    assert f'dataset "ds9" not found in namespace "{fl.ns}"' in line
+    line = one_error_line(kubectl_fluid(kubeconfig, "inject", "deploy/y", "--dataset", "nort", "-n", fl.ns))
+    assert (
+        'runtime config for dataset "nort" is not ready: ConfigMap fluid-runtime-config-nort not found'
+        in line
+    )
+    line = one_error_line(kubectl_fluid(kubeconfig, "inject", "rs/y", "--dataset", "ds1", "-n", fl.ns))
+    assert "unsupported kind; use deploy, sts, ds, job or cronjob" in line
+    line = one_error_line(kubectl_fluid(kubeconfig, "inject", "pod/bare", "--dataset", "ds1", "-n", fl.ns))
+    assert "a Pod's spec is immutable" in line
+    line = one_error_line(
+        kubectl_fluid(kubeconfig, "inject", "deploy/y", "--dataset", "ds1", "-n", f"{fl.ns}-nope")
+    )
+    assert f'namespace "{fl.ns}-nope" not found' in line
+    line = one_error_line(kubectl_fluid(kubeconfig, "inject", "deploy/nope", "--dataset", "ds1", "-n", fl.ns))
+    assert f'deployments.apps "nope" not found in namespace "{fl.ns}"' in line
+    assert fl.apps.read_namespaced_deployment("y", fl.ns).metadata.generation == generation

@@ -1,0 +1,315 @@
+"""The verbs end to end against an in-memory API (paths → objects), for the flows a cluster makes hard
+to stage: a conflicting writer, a started Job, RBAC gaps, and exactly which requests each verb sends."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+
+from kubectl_fluid.api import names
+from kubectl_fluid.cli.errors import ApiError
+from kubectl_fluid.cli.kubeconfig import Access
+from kubectl_fluid.cli.main import main
+from kubectl_fluid.cli.settings import Session, Settings
+from kubectl_fluid.cli.workloads import JOBS, REPLICASETS
+from kubectl_fluid.kube import resources
+from tests.unit.test_cli_injection import merge_patch
+
+NS = "team-a"
+DEPLOY = resources.DEPLOYMENTS.object_path(NS, "web")
+
+
+class FakeApi:
+    def __init__(self, objects: dict[str, dict[str, Any]]) -> None:
+        self.objects = objects
+        self.calls: list[tuple[str, str]] = []
+        self.forbidden: set[str] = set()
+        self.conflicts = 0  # PATCHes to refuse with 409 before accepting
+
+    def _check(self, method: str, path: str) -> None:
+        self.calls.append((method, path))
+        if any(path.startswith(p) for p in self.forbidden):
+            raise ApiError(403, "Forbidden", f"{path} is forbidden", method=method, path=path)
+
+    def get(self, path: str, params: Any = None) -> dict[str, Any] | None:
+        self._check("GET", path)
+        return copy.deepcopy(self.objects.get(path))
+
+    def list(self, path: str, params: Any = None) -> list[dict[str, Any]]:
+        self._check("LIST", path)
+        return [copy.deepcopy(o) for p, o in sorted(self.objects.items()) if p.rpartition("/")[0] == path]
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        self._check(method, path)
+        assert method == "PATCH"
+        if self.conflicts:
+            self.conflicts -= 1
+            self.objects[path]["metadata"]["resourceVersion"] = "changed-by-someone"
+            raise ApiError(409, "Conflict", "the object has been modified", method=method, path=path)
+        body = copy.deepcopy(kwargs["body"])
+        assert body["metadata"]["resourceVersion"] == self.objects[path]["metadata"]["resourceVersion"]
+        del body["metadata"]
+        if (kwargs.get("params") or {}).get("dryRun") == "All":
+            return merge_patch(self.objects[path], body)
+        self.objects[path] = merge_patch(self.objects[path], body)
+        self.objects[path]["metadata"]["resourceVersion"] += "+"
+        return copy.deepcopy(self.objects[path])
+
+    def __enter__(self) -> FakeApi:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def ready_dataset(name: str) -> dict[str, dict[str, Any]]:
+    return {
+        resources.DATASETS.object_path(NS, name): {"metadata": {"name": name, "namespace": NS}},
+        resources.CONFIGMAPS.object_path(NS, names.runtime_config_configmap(name)): {
+            "metadata": {"name": names.runtime_config_configmap(name), "namespace": NS},
+            "data": {
+                names.RUNTIME_SH_KEY: "#!/bin/sh\nexport A='x'\n",
+                names.RUNTIME_JSON_KEY: '{"b":1,"a":[]}',
+            },
+        },
+    }
+
+
+def workload(labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "web", "namespace": NS, "resourceVersion": "1"},
+        "spec": {"template": {"metadata": {"labels": {"app": "web", **(labels or {})}}}},
+    }
+
+
+@pytest.fixture
+def api(monkeypatch: pytest.MonkeyPatch) -> FakeApi:
+    webhook = resources.MUTATING_WEBHOOK_CONFIGURATIONS.object_path(None, names.WEBHOOK_NAME)
+    fake = FakeApi({DEPLOY: workload(), **ready_dataset("ds1"), webhook: {"webhooks": [{}]}})
+    access = Access(server="https://x", namespace=NS, context="c")
+
+    def open_session(self: Settings) -> Session:
+        return Session(fake, self.namespace or NS, access)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Settings, "open", open_session)
+    return fake
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def template(api: FakeApi) -> dict[str, Any]:
+    meta: dict[str, Any] = api.objects[DEPLOY]["spec"]["template"]["metadata"]
+    return meta
+
+
+def test_inject_checks_then_patches_and_says_what_changed(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "inject", "deploy/web", "--dataset", "ds1")
+    assert code == 0
+    assert out == (
+        "deployment.apps/web patched\n  + label fluid.io/inject=true\n  + annotation fluid.io/dataset=ds1\n"
+    )
+    assert template(api)["labels"] == {"app": "web", names.LABEL_INJECT: "true"}
+    assert template(api)["annotations"] == {names.ANNOTATION_DATASET: "ds1"}
+    assert [c for c in api.calls if c[0] == "PATCH"] == [("PATCH", DEPLOY)]
+    # Again: nothing to do, nothing sent.
+    api.calls.clear()
+    assert (
+        run(capsys, "inject", "deploy/web", "--dataset", "ds1")[1]
+        == "deployment.apps/web patched (no change)\n"
+    )
+    assert "PATCH" not in {c[0] for c in api.calls}
+
+
+def test_dry_run_prints_the_patch_and_changes_nothing(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = copy.deepcopy(api.objects)
+    code, out, err = run(capsys, "inject", "--dry-run", "deploy/web", "--dataset", "ds1")
+    assert code == 0
+    assert json.loads(out) == {
+        "spec": {
+            "template": {
+                "metadata": {
+                    "labels": {names.LABEL_INJECT: "true"},
+                    "annotations": {names.ANNOTATION_DATASET: "ds1"},
+                }
+            }
+        }
+    }
+    assert err.startswith("deployment.apps/web patched (dry run)\n")
+    assert api.objects == before
+    code, out, _ = run(capsys, "inject", "deploy/web", "--dataset", "ds1", "--dry-run=server", "-o", "name")
+    assert (code, out) == (0, "deployment.apps/web\n")
+    assert api.objects == before
+
+
+def test_a_concurrent_writer_is_never_overwritten(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    api.conflicts = 1
+    code, _, _ = run(capsys, "inject", "deploy/web", "--dataset", "ds1")
+    assert code == 0
+    assert [c[0] for c in api.calls].count("PATCH") == 2
+    assert template(api)["annotations"] == {names.ANNOTATION_DATASET: "ds1"}
+    api.conflicts = 5
+    code, _, err = run(capsys, "inject", "deploy/web", "--remove")
+    assert code == 1
+    assert (
+        err
+        == "error: the object has been modified; someone else changed it meanwhile, run the command again\n"
+    )
+
+
+def test_remove_and_output_formats(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    run(capsys, "inject", "deploy/web", "--dataset", "ds1")
+    code, out, err = run(capsys, "inject", "deploy/web", "--remove", "--dataset", "ds1,ds7", "-o", "json")
+    assert code == 0
+    assert names.LABEL_INJECT not in json.loads(out)["spec"]["template"]["metadata"]["labels"]
+    assert err == "Warning: deployment.apps/web does not name ds7; nothing to remove for them\n"
+
+
+def test_unknown_dataset_or_unready_config_refuse_before_any_write(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api.objects[resources.NAMESPACES.object_path(None, NS)] = {"metadata": {"name": NS}}
+    code, _, err = run(capsys, "inject", "deploy/web", "--dataset", "ds1,ds9")
+    assert code == 1
+    assert err == (
+        f'error: dataset "ds9" not found in namespace "{NS}": create the Dataset in {NS} or pick its '
+        "namespace with -n (kubectl fluid datasets -A)\n"
+    )
+    del api.objects[resources.CONFIGMAPS.object_path(NS, names.runtime_config_configmap("ds1"))]
+    code, _, err = run(capsys, "inject", "deploy/web", "--dataset", "ds1")
+    assert (
+        'runtime config for dataset "ds1" is not ready: ConfigMap fluid-runtime-config-ds1 not found' in err
+    )
+    assert "PATCH" not in {c[0] for c in api.calls}
+
+
+def test_missing_workload_or_namespace(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    api.objects[resources.NAMESPACES.object_path(None, NS)] = {"metadata": {"name": NS}}
+    assert run(capsys, "inject", "sts/web", "--dataset", "ds1")[2] == (
+        f'error: statefulsets.apps "web" not found in namespace "{NS}"; '
+        "check the name, or the namespace (-n)\n"
+    )
+    assert run(capsys, "inject", "deploy/web", "--dataset", "ds1", "-n", "elsewhere")[2] == (
+        'error: namespace "elsewhere" not found; pass an existing namespace with -n\n'
+    )
+
+
+def test_a_started_job_is_refused_a_suspended_one_is_patched(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = JOBS.object_path(NS, "once")
+    api.objects[job] = {**workload(), "status": {"startTime": "2024-01-01T00:00:00Z"}}
+    code, _, err = run(capsys, "inject", "job/once", "--dataset", "ds1")
+    assert code == 1
+    assert "a Job's template is immutable once it has started" in err
+    api.objects[job] = {**workload(), "spec": {**workload()["spec"], "suspend": True}}
+    code, out, err = run(capsys, "inject", "job/once", "--dataset", "ds1", "--wait")
+    assert code == 0
+    assert out.startswith("job.batch/once patched\n")
+    assert (
+        err
+        == "Warning: job.batch/once has no rollout to wait for: pods created when it runs get the change\n"
+    )
+
+
+def test_a_namespace_the_webhook_skips_is_refused(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    api.objects[resources.MUTATING_WEBHOOK_CONFIGURATIONS.object_path(None, names.WEBHOOK_NAME)] = {
+        "webhooks": [
+            {
+                "namespaceSelector": {
+                    "matchExpressions": [
+                        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": [NS]}
+                    ]
+                }
+            }
+        ]
+    }
+    code, _, err = run(capsys, "inject", "deploy/web", "--dataset", "ds1")
+    assert code == 1
+    assert f'does not serve namespace "{NS}"' in err
+
+
+def test_a_missing_webhook_is_a_warning(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    del api.objects[resources.MUTATING_WEBHOOK_CONFIGURATIONS.object_path(None, names.WEBHOOK_NAME)]
+    code, _, err = run(capsys, "inject", "deploy/web", "--dataset", "ds1")
+    assert code == 0
+    assert err.startswith(f"Warning: the MutatingWebhookConfiguration {names.WEBHOOK_NAME} is not installed")
+
+
+def test_config_show_is_one_get(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "config", "show", "ds1") == (0, "#!/bin/sh\nexport A='x'\n", "")
+    assert api.calls == [("GET", resources.CONFIGMAPS.object_path(NS, "fluid-runtime-config-ds1"))]
+    assert run(capsys, "config", "show", "ds1", "--format", "json")[1] == '{\n  "b": 1,\n  "a": []\n}\n'
+    assert run(capsys, "config", "show", "ds1", "-o", "yaml")[1] == "a: []\nb: 1\n"
+    assert run(capsys, "config", "show", "ds1", "--env")[1] == (
+        "FLUID_RUNTIME_CONFIG_PATH_ds1=/etc/fluid/config/ds1/runtime.sh\n"
+        "FLUID_RUNTIME_CONFIG_PATH_DS1=/etc/fluid/config/ds1/runtime.sh\n"
+    )
+    assert run(capsys, "config", "show", "ds1", "--format", "json", "-o", "yaml")[0] == 1
+
+
+def test_config_show_says_which_piece_is_missing(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    api.objects[resources.NAMESPACES.object_path(None, NS)] = {"metadata": {"name": NS}}
+    api.objects[resources.DATASETS.object_path(NS, "bare")] = {"metadata": {"name": "bare"}}
+    assert 'dataset "nope" not found' in run(capsys, "config", "show", "nope")[2]
+    err = run(capsys, "config", "show", "bare")[2]
+    assert err.startswith(
+        'error: runtime config for dataset "bare" is not ready: ConfigMap fluid-runtime-config-bare not found'
+    )
+
+
+def test_datasets_degrades_where_rbac_forbids(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    api.forbidden = {resources.PODS.collection_path(NS)}
+    code, out, err = run(capsys, "datasets", "--no-headers")
+    assert code == 0
+    assert out.split()[:6] == ["ds1", "<none>", "Clientless", "<none>", "True", "<unknown>"]
+    assert err.startswith("Warning: cannot list pods (Forbidden)")
+    api.forbidden = {resources.DATASETS.collection_path(NS)}
+    code, _, err = run(capsys, "datasets")
+    assert code == 1
+    assert "kubectl auth can-i list datasets.data.fluid.io -n team-a" in err
+
+
+def test_empty_lists_say_so_on_stderr(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, "mounts") == (0, "", "No resources found.\n")
+    assert run(capsys, "datasets", "-n", "empty") == (0, "", "No resources found in empty namespace.\n")
+    out = run(capsys, "mounts", "-o", "json")[1]
+    assert json.loads(out) == {
+        "apiVersion": "v1",
+        "items": [],
+        "kind": "List",
+        "metadata": {"resourceVersion": ""},
+    }
+
+
+def test_explain_climbs_to_the_deployment(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    rs = REPLICASETS.object_path(NS, "web-1")
+    api.objects[rs] = {
+        "metadata": {"ownerReferences": [{"kind": "Deployment", "name": "web", "controller": True}]}
+    }
+    api.objects[resources.PODS.object_path(NS, "web-1-x")] = {
+        "metadata": {
+            "name": "web-1-x",
+            "annotations": {names.ANNOTATION_DATASET: "ds1"},
+            "ownerReferences": [{"kind": "ReplicaSet", "name": "web-1", "controller": True}],
+        },
+        "spec": {},
+    }
+    code, out, _ = run(capsys, "explain", "pod/web-1-x", "-o", "json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["owner"] == "deploy/web"
+    assert report["reasons"] == [
+        "it has no label fluid.io/inject=true, so the webhook never saw it; "
+        f"run kubectl fluid inject deploy/web --dataset ds1 -n {NS}"
+    ]

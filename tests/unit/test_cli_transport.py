@@ -1,0 +1,317 @@
+"""The plugin's small API client against a real local HTTPS server: TLS with the cluster's own CA and
+a client certificate given inline, bearer tokens, keep-alive, errors, warnings, no answer at all."""
+
+from __future__ import annotations
+
+import datetime
+import http.server
+import json
+import socket
+import ssl
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from kubectl_fluid.cli.errors import ApiError, CliError, Unreachable
+from kubectl_fluid.cli.kubeconfig import Access, Credentials
+from kubectl_fluid.cli.transport import Api, warning_text
+
+
+def _cert(
+    subject: str,
+    issuer: tuple[x509.Certificate, ec.EllipticCurvePrivateKey] | None,
+    san: str | None,
+    ca: bool,
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
+    now = datetime.datetime.now(datetime.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(issuer[0].subject if issuer else name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+    )
+    if san:
+        import ipaddress
+
+        builder = builder.add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(san))]), critical=False
+        )
+    return builder.sign(issuer[1] if issuer else key, hashes.SHA256()), key
+
+
+def _pem(cert: x509.Certificate, key: ec.EllipticCurvePrivateKey | None = None) -> bytes:
+    out = cert.public_bytes(serialization.Encoding.PEM)
+    if key is not None:
+        out = key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    return out
+
+
+@dataclass
+class Server:
+    url: str
+    ca: bytes
+    client_cert: bytes
+    client_key: bytes
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    replies: dict[str, tuple[int, Any, dict[str, str]]] = field(default_factory=dict)
+    connections: set[int] = field(default_factory=set)
+    drop_idle: bool = False  # close each connection after its answer, without saying so
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    ca = _cert("ca", None, None, True)
+    srv_cert, srv_key = _cert("server", ca, "127.0.0.1", False)
+    client_cert, client_key = _cert("me", ca, None, False)
+    (tmp_path / "srv.pem").write_bytes(_pem(srv_cert) + _pem(srv_cert, srv_key))
+    (tmp_path / "ca.pem").write_bytes(_pem(ca[0]))
+    state = Server("", _pem(ca[0]), _pem(client_cert), _pem(client_cert, client_key))
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def handle_any(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            peer = self.connection.getpeercert()
+            state.connections.add(self.client_address[1])
+            state.requests.append(
+                {
+                    "method": self.command,
+                    "path": self.path,
+                    "auth": self.headers.get("Authorization"),
+                    "type": self.headers.get("Content-Type"),
+                    "body": json.loads(body) if body else None,
+                    "client": dict(x[0] for x in peer["subject"])["commonName"] if peer else None,
+                }
+            )
+            status, reply, headers = state.replies.get(
+                self.path.split("?")[0],
+                (
+                    404,
+                    {"kind": "Status", "reason": "NotFound", "message": "nope", "details": {"name": "x"}},
+                    {},
+                ),
+            )
+            data = json.dumps(reply).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+            if state.drop_idle:
+                self.close_connection = True
+
+        do_GET = do_PATCH = handle_any
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(tmp_path / "srv.pem")
+    ctx.load_verify_locations(tmp_path / "ca.pem")
+    ctx.verify_mode = ssl.CERT_OPTIONAL
+    httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
+    state.url = f"https://127.0.0.1:{httpd.server_address[1]}"
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def access(server: Server, **creds: Any) -> Access:
+    return Access(
+        server=server.url,
+        namespace="default",
+        context="test",
+        ca_data=server.ca,
+        credentials=Credentials(**creds),
+    )
+
+
+def test_tls_with_the_clusters_ca_an_inline_client_certificate_and_keep_alive(server: Server) -> None:
+    server.replies["/api/v1/namespaces/a/configmaps/x"] = (200, {"data": {"k": "v"}}, {})
+    with Api(access(server, cert_data=server.client_cert, key_data=server.client_key)) as api:
+        assert api.get("/api/v1/namespaces/a/configmaps/x") == {"data": {"k": "v"}}
+        assert api.get("/api/v1/namespaces/a/configmaps/x") is not None
+    assert [r["client"] for r in server.requests] == ["me", "me"]
+    assert len(server.connections) == 1
+
+
+def test_a_kept_alive_connection_the_server_dropped_is_reopened_for_a_get(server: Server) -> None:
+    server.replies["/x"] = (200, {"n": 1}, {})
+    server.drop_idle = True
+    with Api(access(server)) as api:
+        assert api.request("GET", "/x") == {"n": 1}
+        assert api.request("GET", "/x") == {"n": 1}
+    assert len(server.requests) == 2
+    assert len(server.connections) == 2
+
+
+def test_bearer_token_params_and_merge_patch_body(server: Server) -> None:
+    server.replies["/apis/apps/v1/namespaces/a/deployments/x"] = (200, {"ok": True}, {})
+    with Api(access(server, token="s3cret")) as api:
+        api.request(
+            "PATCH",
+            "/apis/apps/v1/namespaces/a/deployments/x",
+            params={"dryRun": "All"},
+            body={"a": None},
+            content_type="application/merge-patch+json",
+        )
+    request = server.requests[0]
+    assert request["auth"] == "Bearer s3cret"
+    assert request["path"].endswith("?dryRun=All")
+    assert request["type"] == "application/merge-patch+json"
+    assert request["body"] == {"a": None}
+
+
+def test_token_file_is_read(server: Server, tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("from-file\n")
+    server.replies["/x/y"] = (200, {}, {})
+    with Api(access(server, token_file=str(tmp_path / "token"))) as api:
+        api.request("GET", "/x/y")
+    assert server.requests[0]["auth"] == "Bearer from-file"
+
+
+def test_missing_object_is_none_but_a_missing_kind_raises(server: Server) -> None:
+    server.replies["/apis/g/v1/things"] = (
+        404,
+        {
+            "kind": "Status",
+            "reason": "NotFound",
+            "message": "the server could not find the requested resource",
+        },
+        {},
+    )
+    with Api(access(server)) as api:
+        assert api.get("/api/v1/namespaces/a/pods/x") is None
+        with pytest.raises(ApiError) as e:
+            api.get("/apis/g/v1/things")
+    assert e.value.code == 404
+    assert not e.value.is_missing_object
+
+
+def test_forbidden_carries_the_servers_message(server: Server) -> None:
+    server.replies["/api/v1/pods"] = (
+        403,
+        {"kind": "Status", "reason": "Forbidden", "message": "pods is forbidden"},
+        {},
+    )
+    with Api(access(server)) as api, pytest.raises(ApiError) as e:
+        api.list("/api/v1/pods")
+    assert (e.value.code, e.value.reason, e.value.message, e.value.method) == (
+        403,
+        "Forbidden",
+        "pods is forbidden",
+        "GET",
+    )
+
+
+def test_server_warnings_reach_stderr(server: Server, capsys: pytest.CaptureFixture[str]) -> None:
+    server.replies["/w"] = (200, {}, {"Warning": '299 - "v1beta1 is deprecated"'})
+    with Api(access(server)) as api:
+        api.request("GET", "/w")
+    assert capsys.readouterr().err == "Warning: v1beta1 is deprecated\n"
+    assert warning_text("not a warning header") == "not a warning header"
+
+
+def test_an_untrusted_server_is_refused(server: Server) -> None:
+    other_ca = _pem(_cert("other", None, None, True)[0])
+    with (
+        Api(Access(server=server.url, namespace="d", context="t", ca_data=other_ca)) as api,
+        pytest.raises(Unreachable) as e,
+    ):
+        api.request("GET", "/x")
+    assert "TLS certificate not trusted" in e.value.reason
+
+
+def test_insecure_skip_verify(server: Server) -> None:
+    server.replies["/x"] = (200, {"a": 1}, {})
+    with Api(Access(server=server.url, namespace="d", context="t", insecure=True)) as api:
+        assert api.request("GET", "/x") == {"a": 1}
+
+
+def test_nothing_listening_is_unreachable() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with (
+        Api(Access(server=f"https://127.0.0.1:{port}", namespace="d", context="t")) as api,
+        pytest.raises(Unreachable) as e,
+    ):
+        api.request("GET", "/x")
+    assert e.value.reason == "connection refused"
+
+
+def test_a_silent_server_times_out() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        with (
+            Api(Access(server=f"https://127.0.0.1:{port}", namespace="d", context="t"), timeout=0.3) as api,
+            pytest.raises(Unreachable) as e,
+        ):
+            api.request("GET", "/x")
+    assert "timed out" in e.value.reason
+
+
+def test_bad_server_urls_and_credentials_are_cli_errors(server: Server) -> None:
+    with pytest.raises(CliError, match="not an http"):
+        Api(Access(server="ftp://x", namespace="d", context="t"))
+    with (
+        Api(access(server, cert_data=b"garbage", key_data=b"garbage")) as api,
+        pytest.raises(CliError, match="client certificate"),
+    ):
+        api.request("GET", "/x")
+    with (
+        Api(Access(server=server.url, namespace="d", context="t", ca_data=b"garbage")) as api,
+        pytest.raises(CliError, match="certificate authority"),
+    ):
+        api.request("GET", "/x")
+
+
+def test_exec_credential_plugin(server: Server, tmp_path: Path) -> None:
+    plugin = tmp_path / "cred"
+    credential = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "status": {"token": "%s"},
+    }
+    plugin.write_text(f"#!/bin/sh\nprintf '{json.dumps(credential)}' \"$TOKEN\"\n")
+    plugin.chmod(0o755)
+    server.replies["/x"] = (200, {}, {})
+    exec_config = {"command": str(plugin), "env": [{"name": "TOKEN", "value": "from-exec"}]}
+    with Api(access(server, exec_config=exec_config)) as api:
+        api.request("GET", "/x")
+    assert server.requests[0]["auth"] == "Bearer from-exec"
+    failing = tmp_path / "fail"
+    failing.write_text("#!/bin/sh\necho 'please log in' >&2\nexit 3\n")
+    failing.chmod(0o755)
+    with (
+        Api(access(server, exec_config={"command": str(failing)})) as api,
+        pytest.raises(CliError, match="please log in"),
+    ):
+        api.request("GET", "/x")

@@ -1,0 +1,228 @@
+"""The pure halves of ``mounts``, ``datasets`` and the pod readers: rows from API objects."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kubectl_fluid.api import names
+from kubectl_fluid.cli import datasets as ds_view
+from kubectl_fluid.cli import mounts as mount_view
+from kubectl_fluid.cli.checks import configmap_problem, selector_matches
+from kubectl_fluid.cli.config import env_entries, pretty_json
+from kubectl_fluid.cli.podview import claim_names, injected_datasets, is_dataset_pvc, requested_datasets
+
+NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+KEY = "0123456789abcdef" * 2
+
+
+def fuse_mount(node: str, key: str = KEY, **status: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": names.fuse_mount_name(node, key), "creationTimestamp": "2024-05-01T11:59:00Z"},
+        "spec": {
+            "nodeName": node,
+            "mountKey": key,
+            "masterAddrs": "m:8995",
+            "fsPath": "/data",
+            "mode": "embedded",
+        },
+        "status": status,
+    }
+
+
+def test_mount_row() -> None:
+    fm = fuse_mount("n1", phase="Ready", refCount=2)
+    assert mount_view.row(fm, NOW) == [
+        "n1",
+        "0123456789abcdef",
+        "m:8995",
+        "/data",
+        "embedded",
+        "2",
+        "Ready",
+        "60s",
+    ]
+
+
+def test_mount_row_wide_names_the_pods_behind_the_targets() -> None:
+    fm = fuse_mount(
+        "n1",
+        phase="Ready",
+        refCount=2,
+        volumes=[
+            {
+                "volumeID": "v1",
+                "stagingPath": "/s1",
+                "targets": [{"path": "/t1", "podUID": "u1"}, {"path": "/t2", "podUID": "u2"}],
+            },
+            {"volumeID": "v2", "stagingPath": "/s2"},
+        ],
+    )
+    assert mount_view.row(fm, NOW, wide=True, pods={"u1": "a/p1"})[-3:] == ["v1,v2", "2", "a/p1,u2"]
+
+
+def test_a_fresh_mount_without_status_shows_zero_refs_and_none() -> None:
+    row = mount_view.row({"spec": {"nodeName": "n", "mountKey": KEY}}, NOW, wide=True)
+    assert row[5:7] == ["0", "<none>"]
+    assert row[-3:] == ["<none>", "0", "<none>"]
+
+
+def test_select_filters_by_exact_node_and_sorts() -> None:
+    items = [fuse_mount("n2"), fuse_mount("n1", "f" * 32), fuse_mount("n1", "a" * 32)]
+    assert [(m["spec"]["nodeName"], m["spec"]["mountKey"][0]) for m in mount_view.select(items, None)] == [
+        ("n1", "a"),
+        ("n1", "f"),
+        ("n2", "0"),
+    ]
+    assert [m["spec"]["nodeName"] for m in mount_view.select(items, "n2")] == ["n2"]
+
+
+def dataset(name: str, ns: str = "a", phase: str | None = "Bound") -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "namespace": ns, "creationTimestamp": "2024-05-01T08:00:00Z"},
+        "spec": {"mounts": [{"name": "d", "mountPoint": "s3://b/x"}]},
+        "status": {"phase": phase} if phase else {},
+    }
+
+
+def runtime(name: str, ns: str = "a", disabled: bool | None = True) -> dict[str, Any]:
+    spec: dict[str, Any] = {"runtimeClassName": "mooncake"}
+    if disabled is not None:
+        spec["client"] = {"disabled": disabled}
+    return {"metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+def configmap(
+    name: str, ns: str = "a", client: dict[str, Any] | None = None, sh: bool = True
+) -> dict[str, Any]:
+    data = {
+        names.RUNTIME_JSON_KEY: '{"client":'
+        + ("null" if client is None else str(client).replace("'", '"').replace("True", "true"))
+        + "}"
+    }
+    if sh:
+        data[names.RUNTIME_SH_KEY] = "#!/bin/sh\n"
+    return {"metadata": {"name": names.runtime_config_configmap(name), "namespace": ns}, "data": data}
+
+
+def pod(name: str, datasets: list[str], ns: str = "a") -> dict[str, Any]:
+    volumes = [
+        {"name": names.runtime_config_volume(d), "configMap": {"name": names.runtime_config_configmap(d)}}
+        for d in datasets
+    ]
+    return {"metadata": {"name": name, "namespace": ns}, "spec": {"volumes": volumes}}
+
+
+def test_mode_prefers_the_rendered_config() -> None:
+    assert (
+        ds_view.mode_of(runtime("x", disabled=True), configmap("x", client={"enabled": True})) == ds_view.FUSE
+    )
+    assert ds_view.mode_of(None, configmap("x")) == ds_view.CLIENTLESS
+    assert ds_view.mode_of(runtime("x", disabled=True), None) == ds_view.CLIENTLESS
+    assert ds_view.mode_of(runtime("x", disabled=False), None) == ds_view.FUSE
+    assert ds_view.mode_of(runtime("x", disabled=None), None) is None
+
+
+def test_summaries_join_the_four_lists_by_namespace_and_name() -> None:
+    summaries = ds_view.summarize(
+        [dataset("ds1"), dataset("ds2", phase=None), dataset("ds1", ns="b")],
+        [runtime("ds1"), runtime("ds1", ns="b", disabled=False)],
+        [configmap("ds1"), configmap("ds1", ns="b", sh=False)],
+        [pod("p1", ["ds1"]), pod("p2", ["ds1", "ds2"]), pod("p3", ["ds1"], ns="b")],
+    )
+    rows = [ds_view.row(s, NOW, all_namespaces=True, wide=False) for s in summaries]
+    assert rows == [
+        ["a", "ds1", "mooncake", "Clientless", "Bound", "True", "2", "4h"],
+        ["a", "ds2", "<none>", "<unknown>", "<none>", "False", "1", "4h"],
+        ["b", "ds1", "mooncake", "Clientless", "Bound", "False", "1", "4h"],
+    ]
+    assert summaries[2].config_problem == (
+        'runtime config for dataset "ds1" is not ready: '
+        "ConfigMap fluid-runtime-config-ds1 has no key runtime.sh"
+    )
+    assert summaries[0].to_json()["injectedPods"] == ["p1", "p2"]
+
+
+def test_unreadable_lists_show_unknown() -> None:
+    [summary] = ds_view.summarize([dataset("ds1")], None, None, None)
+    assert ds_view.row(summary, NOW, all_namespaces=False, wide=True) == [
+        "ds1", "<none>", "<unknown>", "Bound", "<unknown>", "<unknown>", "4h", "s3://b/x", "<none>",
+    ]  # fmt: skip
+    assert ds_view.headers(False, True)[-2:] == ["MOUNTPOINTS", "CONFIG-PROBLEM"]
+    assert ds_view.headers(True, False)[0] == "NAMESPACE"
+
+
+def test_pod_readers() -> None:
+    p = pod("p", ["ds1"])
+    p["spec"]["volumes"] += [
+        {
+            "name": "other",
+            "configMap": {"name": "fluid-runtime-config-lookalike"},
+        },  # not the injector's volume
+        {"name": "data", "persistentVolumeClaim": {"claimName": "ds2"}},
+    ]
+    assert injected_datasets(p) == ["ds1"]
+    assert claim_names(p) == ["ds2"]
+    assert requested_datasets({names.ANNOTATION_DATASET: " b,a,, a", names.ANNOTATION_DATASETS: "c"}) == [
+        "a",
+        "b",
+        "c",
+    ]
+    assert is_dataset_pvc({"metadata": {"labels": {names.LABEL_DATASET_ID: "a-ds2"}}})
+    assert is_dataset_pvc({"metadata": {"labels": {names.dataset_pvc_label("a", "ds2"): "true"}}})
+    assert not is_dataset_pvc({"metadata": {"labels": {"app": "x"}}})
+
+
+@given(
+    st.lists(st.from_regex(r"[a-z][a-z0-9-]{0,8}", fullmatch=True), max_size=5),
+    st.sampled_from([",", ", ", " ,"]),
+)
+def test_requested_datasets_normalises_like_the_webhook(datasets: list[str], sep: str) -> None:
+    assert requested_datasets({names.ANNOTATION_DATASET: sep.join(datasets)}) == sorted(set(datasets))
+
+
+def test_configmap_problem_uses_the_webhooks_words() -> None:
+    assert (
+        configmap_problem("ds1", None)
+        == 'runtime config for dataset "ds1" is not ready: ConfigMap fluid-runtime-config-ds1 not found'
+    )
+    assert configmap_problem("ds1", {"binaryData": {names.RUNTIME_SH_KEY: "eA=="}}) is None
+
+
+@pytest.mark.parametrize(
+    ("selector", "labels", "matches"),
+    [
+        (None, {}, True),
+        ({}, {"a": "b"}, True),
+        ({"matchLabels": {"a": "b"}}, {"a": "b"}, True),
+        ({"matchLabels": {"a": "b"}}, {"a": "c"}, False),
+        (
+            {"matchExpressions": [{"key": "n", "operator": "NotIn", "values": ["kube-system"]}]},
+            {"n": "team"},
+            True,
+        ),
+        (
+            {"matchExpressions": [{"key": "n", "operator": "NotIn", "values": ["kube-system"]}]},
+            {"n": "kube-system"},
+            False,
+        ),
+        ({"matchExpressions": [{"key": "n", "operator": "In", "values": ["x"]}]}, {}, False),
+        ({"matchExpressions": [{"key": "n", "operator": "Exists"}]}, {"n": ""}, True),
+        ({"matchExpressions": [{"key": "n", "operator": "DoesNotExist"}]}, {"n": ""}, False),
+        ({"matchExpressions": [{"key": "n", "operator": "Bogus"}]}, {"n": ""}, False),
+    ],
+)
+def test_selector_matches(selector: dict[str, Any] | None, labels: dict[str, str], matches: bool) -> None:
+    assert selector_matches(selector, labels) is matches
+
+
+def test_config_env_and_json_helpers() -> None:
+    assert env_entries("ds-1") == [
+        {"name": "FLUID_RUNTIME_CONFIG_PATH_ds-1", "value": "/etc/fluid/config/ds-1/runtime.sh"},
+        {"name": "FLUID_RUNTIME_CONFIG_PATH_DS_1", "value": "/etc/fluid/config/ds-1/runtime.sh"},
+    ]
+    assert pretty_json('{"b":1,"a":"é"}') == '{\n  "b": 1,\n  "a": "é"\n}\n'
