@@ -13,12 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kubectl_fluid.api import names
+from kubectl_fluid.api import datasetrefs
+from kubectl_fluid.api.datasetrefs import is_dataset_pvc
 from webhook.errors import Denied
 from webhook.lookup import Lookup
 
 _NAMESPACE_SEPARATOR = "/"
-_ANNOTATIONS = (names.ANNOTATION_DATASET, names.ANNOTATION_DATASETS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,28 +32,8 @@ class Collected:
 
 
 def requested_datasets(pod: dict[str, Any]) -> list[str]:
-    """Entries of ``fluid.io/dataset`` and its alias ``fluid.io/datasets`` (both read when both are
-    set): comma-separated, trimmed, empty entries dropped, de-duplicated, sorted. Entries are returned
-    as written, so a ``namespace/name`` reference is still visible to ``collect``."""
-    annotations = (pod.get("metadata") or {}).get("annotations")
-    if not annotations:
-        return []
-    found: set[str] = set()
-    for key in _ANNOTATIONS:
-        value = annotations.get(key)
-        if value:
-            found.update(part.strip() for part in value.split(","))
-    found.discard("")
-    return sorted(found)
-
-
-def is_dataset_pvc(pvc: dict[str, Any]) -> bool:
-    """A PVC the controller made for a dataset: it carries ``fluid.io/s-…`` or ``fluid.io/dataset-id``.
-    Presence is what counts; the values are not parsed (see ``names.dataset_id``)."""
-    labels = (pvc.get("metadata") or {}).get("labels")
-    if not labels:
-        return False
-    return names.LABEL_DATASET_ID in labels or any(names.is_dataset_pvc_label(key) for key in labels)
+    """The datasets the pod's annotations name (``kubectl_fluid.api.datasetrefs``)."""
+    return datasetrefs.requested_datasets((pod.get("metadata") or {}).get("annotations"))
 
 
 def dataset_claim_volumes(pod: dict[str, Any], namespace: str, lookup: Lookup) -> dict[str, str]:

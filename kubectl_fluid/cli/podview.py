@@ -1,9 +1,7 @@
 """What a pod (or a pod template) asks the webhook for, and what it got, read from its metadata and
 volumes. Pure functions over the API's JSON.
 
-The annotation rule mirrors the webhook's (``webhook/collect.py``: comma-separated, trimmed, empty
-entries dropped, de-duplicated, sorted, both spellings read); the plugin may not import server code,
-so it is restated here in its few lines.
+The annotation and PVC rules are the webhook's own (``kubectl_fluid.api.datasetrefs``).
 """
 
 from __future__ import annotations
@@ -12,26 +10,21 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kubectl_fluid.api import names
+from kubectl_fluid.api.datasetrefs import is_dataset_pvc, requested_datasets, split_datasets
 
-DATASET_ANNOTATIONS = (names.ANNOTATION_DATASET, names.ANNOTATION_DATASETS)
-
-
-def split_datasets(value: str | None) -> list[str]:
-    if not value:
-        return []
-    return sorted({part.strip() for part in value.split(",")} - {""})
+__all__ = [
+    "claim_names",
+    "injected_datasets",
+    "is_dataset_pvc",
+    "join_datasets",
+    "metadata",
+    "requested_datasets",
+    "split_datasets",
+]
 
 
 def join_datasets(datasets: Iterable[str]) -> str:
     return ",".join(sorted(set(datasets)))
-
-
-def requested_datasets(annotations: Mapping[str, str] | None) -> list[str]:
-    """Datasets named by ``fluid.io/dataset`` and its alias ``fluid.io/datasets`` together."""
-    found: set[str] = set()
-    for key in DATASET_ANNOTATIONS:
-        found.update(split_datasets((annotations or {}).get(key)))
-    return sorted(found)
 
 
 def metadata(obj: Mapping[str, Any] | None) -> tuple[dict[str, str], dict[str, str]]:
@@ -59,8 +52,3 @@ def claim_names(pod: Mapping[str, Any]) -> list[str]:
         if claim:
             claims.add(str(claim))
     return sorted(claims)
-
-
-def is_dataset_pvc(pvc: Mapping[str, Any]) -> bool:
-    labels, _ = metadata(pvc)
-    return names.LABEL_DATASET_ID in labels or any(names.is_dataset_pvc_label(k) for k in labels)

@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 
 from kubectl_fluid.api import names
+from kubectl_fluid.api.datasetrefs import is_dataset_pvc
 from tests.unit.webhook_samples import NS, dataset_pvc, injection_pod
-from webhook.collect import collect, is_dataset_pvc, pvc_datasets, requested_datasets
+from webhook.collect import collect, pvc_datasets, requested_datasets
 from webhook.errors import Denied
 from webhook.lookup import StaticLookup
 

@@ -1,0 +1,39 @@
+"""How a pod names the datasets it wants, and how a dataset's PVC is recognised: the rules the
+webhook applies at admission and the plugin explains afterwards, kept in one place so they agree.
+Pure functions over the API's JSON; only ``names`` is imported (the plugin's start-up)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kubectl_fluid.api import names
+
+DATASET_ANNOTATIONS = (names.ANNOTATION_DATASET, names.ANNOTATION_DATASETS)
+
+
+def split_datasets(value: str | None) -> list[str]:
+    """Comma-separated entries, trimmed, empty ones dropped, de-duplicated, sorted."""
+    if not value:
+        return []
+    return sorted({part.strip() for part in value.split(",")} - {""})
+
+
+def requested_datasets(annotations: Mapping[str, str] | None) -> list[str]:
+    """Entries of ``fluid.io/dataset`` and its alias ``fluid.io/datasets`` (both read when both are
+    set). Entries are returned as written, so a ``namespace/name`` reference stays visible."""
+    if not annotations:
+        return []
+    found: set[str] = set()
+    for key in DATASET_ANNOTATIONS:
+        found.update(split_datasets(annotations.get(key)))
+    return sorted(found)
+
+
+def is_dataset_pvc(pvc: Mapping[str, Any]) -> bool:
+    """A PVC the controller made for a dataset: it carries ``fluid.io/s-…`` or ``fluid.io/dataset-id``.
+    Presence is what counts; the values are not parsed (see ``names.dataset_id``)."""
+    labels = (pvc.get("metadata") or {}).get("labels")
+    if not labels:
+        return False
+    return names.LABEL_DATASET_ID in labels or any(names.is_dataset_pvc_label(key) for key in labels)
