@@ -37,3 +37,20 @@ def is_dataset_pvc(pvc: Mapping[str, Any]) -> bool:
     if not labels:
         return False
     return names.LABEL_DATASET_ID in labels or any(names.is_dataset_pvc_label(key) for key in labels)
+
+
+def dataset_not_found(dataset: str, namespace: str) -> str:
+    return f'dataset "{dataset}" not found in namespace "{namespace}"'
+
+
+def configmap_problem(dataset: str, configmap: Mapping[str, Any] | None) -> str | None:
+    """Why a dataset's runtime config ConfigMap cannot be injected (yet), or None. A mounted
+    ConfigMap projects both maps as files; the controller writes ``data``."""
+    name = names.runtime_config_configmap(dataset)
+    not_ready = f'runtime config for dataset "{dataset}" is not ready: ConfigMap {name}'
+    if configmap is None:
+        return f"{not_ready} not found"
+    key = names.RUNTIME_SH_KEY
+    if key not in (configmap.get("data") or {}) and key not in (configmap.get("binaryData") or {}):
+        return f"{not_ready} has no key {key}"
+    return None

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kubectl_fluid.api import names
+from kubectl_fluid.api.datasetrefs import configmap_problem, dataset_not_found
 from kubectl_fluid.cli.errors import ApiError
 from kubectl_fluid.kube import resources
 
@@ -21,22 +22,10 @@ if TYPE_CHECKING:
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
-def configmap_problem(dataset: str, configmap: Mapping[str, Any] | None) -> str | None:
-    """Why a dataset's runtime config ConfigMap cannot be injected, or None."""
-    name = names.runtime_config_configmap(dataset)
-    not_ready = f'runtime config for dataset "{dataset}" is not ready: ConfigMap {name}'
-    if configmap is None:
-        return f"{not_ready} not found"
-    key = names.RUNTIME_SH_KEY
-    if key not in (configmap.get("data") or {}) and key not in (configmap.get("binaryData") or {}):
-        return f"{not_ready} has no key {key}"
-    return None
-
-
 def dataset_problem(api: Api, namespace: str, dataset: str) -> str | None:
     """Why ``dataset`` cannot be injected in ``namespace`` now, or None (two GETs)."""
     if api.get(resources.DATASETS.object_path(namespace, dataset)) is None:
-        return f'dataset "{dataset}" not found in namespace "{namespace}"'
+        return dataset_not_found(dataset, namespace)
     configmap = api.get(resources.CONFIGMAPS.object_path(namespace, names.runtime_config_configmap(dataset)))
     return configmap_problem(dataset, configmap)
 

@@ -125,7 +125,8 @@ def _read(session: Session, dataset: str) -> dict[str, Any]:
     configmap = api.get(resources.CONFIGMAPS.object_path(ns, names.runtime_config_configmap(dataset)))
     if configmap is not None:
         return configmap
-    from kubectl_fluid.cli.checks import configmap_problem, not_found, what_to_do
+    from kubectl_fluid.api.datasetrefs import configmap_problem
+    from kubectl_fluid.cli.checks import not_found, what_to_do
 
     if api.get(resources.DATASETS.object_path(ns, dataset)) is None:
         hint = "check the name, or find its namespace with kubectl fluid datasets -A"

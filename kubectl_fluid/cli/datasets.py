@@ -86,7 +86,7 @@ def summarize(
 ) -> list[Summary]:
     """One summary per Dataset, sorted by namespace and name. ``None`` lists were unreadable."""
     from kubectl_fluid.api import names
-    from kubectl_fluid.cli.checks import configmap_problem
+    from kubectl_fluid.api.datasetrefs import configmap_problem
     from kubectl_fluid.cli.podview import injected_datasets
 
     by_runtime = {_key(r): r for r in runtimes or ()}

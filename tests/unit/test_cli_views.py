@@ -10,9 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubectl_fluid.api import names
+from kubectl_fluid.api.datasetrefs import configmap_problem
 from kubectl_fluid.cli import datasets as ds_view
 from kubectl_fluid.cli import mounts as mount_view
-from kubectl_fluid.cli.checks import configmap_problem, selector_matches
+from kubectl_fluid.cli.checks import selector_matches
 from kubectl_fluid.cli.config import env_entries, pretty_json
 from kubectl_fluid.cli.podview import claim_names, injected_datasets, is_dataset_pvc, requested_datasets
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from kubectl_fluid.api import names
+from kubectl_fluid.api import datasetrefs, names
 from webhook import podedit
 from webhook.errors import Denied
 from webhook.plugins.base import Context
@@ -21,17 +21,9 @@ Entries = dict[str, dict[str, Any]]
 def _problem(ctx: Context, dataset: str) -> str | None:
     """Why ``dataset`` cannot be injected yet, as a sentence for the pod's author, or None."""
     if ctx.lookup.dataset(ctx.namespace, dataset) is None:
-        return f'dataset "{dataset}" not found in namespace "{ctx.namespace}"'
-    configmap_name = names.runtime_config_configmap(dataset)
-    configmap = ctx.lookup.configmap(ctx.namespace, configmap_name)
-    not_ready = f'runtime config for dataset "{dataset}" is not ready: ConfigMap {configmap_name}'
-    if configmap is None:
-        return f"{not_ready} not found"
-    # A mounted ConfigMap projects both maps as files; the controller writes ``data``.
-    key = names.RUNTIME_SH_KEY
-    if key not in (configmap.get("data") or {}) and key not in (configmap.get("binaryData") or {}):
-        return f"{not_ready} has no key {key}"
-    return None
+        return datasetrefs.dataset_not_found(dataset, ctx.namespace)
+    configmap = ctx.lookup.configmap(ctx.namespace, names.runtime_config_configmap(dataset))
+    return datasetrefs.configmap_problem(dataset, configmap)
 
 
 class RuntimeConfigInjector:
