@@ -6,10 +6,12 @@ Read back through the official client and the kernel's mount table, not through 
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +24,7 @@ from kubernetes import client
 from csi.proto import csi_pb2, csi_pb2_grpc
 from kubectl_fluid.api import names
 from tests.e2e.csi import ApiProxy, CsiNode, KubeletStandin, node_object, upstream_of, via_proxy
-from tests.e2e.fluid import service_account_kubeconfig
+from tests.e2e.fluid import kubectl_binary, service_account_kubeconfig
 from tests.e2e.wait import eventually
 
 pytestmark = pytest.mark.skipif(
@@ -181,6 +183,30 @@ def cleanup_pv(core: client.CoreV1Api, namespace: str) -> Iterator[None]:
             core.delete_persistent_volume(pv.metadata.name)
 
 
+def node_state_refs(node: CsiNode) -> dict[str, int]:
+    """Mount key → refcount, as the node service's own state file holds them."""
+    state = json.loads((node.root / "state" / names.CSI_STATE_FILE).read_text())
+    return {key: len(entry.get("volumes", {})) for key, entry in state.get("mounts", {}).items()}
+
+
+def plugin_mounts(node: str) -> dict[str, int]:
+    """Mount key (short) → REFS, from ``kubectl fluid mounts --node`` through a real kubectl."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    run = subprocess.run(
+        [kubectl_binary(), "fluid", "mounts", "--node", node, "--no-headers"],
+        capture_output=True, text=True, env=env, check=True, timeout=60,
+    )  # fmt: skip
+    rows = [line.split() for line in run.stdout.splitlines() if line.strip()]
+    header = ["NODE", "MOUNT-KEY", "MASTER-ADDRS", "FS-PATH", "MODE", "REFS", "PHASE", "AGE"]
+    return {row[header.index("MOUNT-KEY")]: int(row[header.index("REFS")]) for row in rows}
+
+
+def agree(node: CsiNode) -> bool:
+    """The plugin shows exactly the mount keys and refcounts the node service holds."""
+    held = {key[: names.FUSE_MOUNT_KEY_PREFIX_LENGTH]: refs for key, refs in node_state_refs(node).items()}
+    return plugin_mounts(node.name) == held
+
+
 def fuse_pods(core: client.CoreV1Api, node: str) -> list[client.V1Pod]:
     pods = core.list_namespaced_pod(
         names.FLUID_NAMESPACE, label_selector=f"{names.LABEL_APP_COMPONENT}={names.FUSE_POD_COMPONENT}"
@@ -212,6 +238,8 @@ def test_two_pods_one_pvc_share_one_fuse_until_both_are_gone(
     assert mount["spec"]["fsPath"] == "/"  # a static PV without fs-path
     assert mount["spec"]["masterAddrs"] == MASTERS
     assert mount["spec"]["mode"] == mount_mode
+    eventually(lambda: agree(csi_node), "kubectl fluid mounts = the node's state (1 key, 1 ref)", 10)
+    assert node_state_refs(csi_node) == {mount["spec"]["mountKey"]: 1}
     assert len(csi_node.fuse_pids()) == 1
     if mount_mode == "standalone":
         (fuse_pod,) = fuse_pods(core, csi_node.name)
@@ -231,12 +259,15 @@ def test_two_pods_one_pvc_share_one_fuse_until_both_are_gone(
     assert str(target_a) not in csi_node.mounts()
     assert (target_b / "written-by-a").read_text() == "hello from a", "pod b lost its mount"
     assert len(csi_node.fuse_pids()) == 1
+    assert agree(csi_node)
 
     delete_pod(core, namespace, "b")
     eventually(lambda: fusemounts(k8s, csi_node.name) == [], "the FuseMount deleted", timeout=30)
     eventually(lambda: csi_node.fuse_pids() == [], "the FUSE process stopped", timeout=15)
     assert csi_node.mounts() == []
     assert fuse_pods(core, csi_node.name) == []
+    assert plugin_mounts(csi_node.name) == {}
+    assert node_state_refs(csi_node) == {}
 
 
 def test_kubelet_calls_succeed_while_the_api_server_is_unreachable_and_the_mirror_catches_up(
