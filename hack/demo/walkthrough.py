@@ -31,10 +31,10 @@ from typing import Any, TypeVar
 
 from podrunner import PodProcess, PodResult, find_kubectl, run_pod, start_pod
 
+from demo.apps import app_container, injected_pod
 from kubectl_fluid.api import names
 
 REPO = Path(__file__).resolve().parents[2]
-DEMO_DIR = Path(__file__).resolve().parent
 VENV_BIN = Path(sys.executable).parent
 NS = "fluid-demo"
 DS = "demo"
@@ -162,12 +162,11 @@ def clientless(k: Cluster) -> None:
     k.run("fluid", "config", "show", DS, "-n", NS)
 
     step("An app Deployment, then `kubectl fluid inject` to give its pods the dataset's config")
-    env_name = names.runtime_config_env_names(DS)[-1]
     put_value = f"hello from demo-app {secrets.token_hex(3)}"
-    k.apply(app_deployment(env_name, put_value))
+    k.apply(app_deployment(put_value))
     k.run("fluid", "inject", "deploy/demo-app", "--dataset", DS, "-n", NS, "--wait")
 
-    def injected_pod() -> str | None:
+    def first_injected() -> str | None:
         pods = k.get_json("pods", "-n", NS, "-l", "app=demo-app")["items"]
         for pod in pods:
             if pod["metadata"].get("deletionTimestamp"):
@@ -177,7 +176,7 @@ def clientless(k: Cluster) -> None:
                 return str(pod["metadata"]["name"])
         return None
 
-    writer = eventually(injected_pod, "a demo-app pod carrying the injected config")
+    writer = eventually(first_injected, "a demo-app pod carrying the injected config")
     say(f"the injected part of the stored pod {writer}:")
     k.run(
         "get", "pod", writer, "-n", NS, "-o",
@@ -211,7 +210,7 @@ def clientless(k: Cluster) -> None:
         )
 
         step("A second app pod, labelled for injection, gets the value back")
-        k.apply(reader_pod(env_name))
+        k.apply(injected_pod("demo-reader", DS, "get", "greeting", namespace=NS))
         got = app_run(k, "demo-reader", image_env)
         if got.returncode != 0 or got.stdout.strip() != put_value:
             raise DemoError(
@@ -233,12 +232,7 @@ def app_run(k: Cluster, pod: str, image_env: dict[str, str]) -> PodResult:
     return result
 
 
-def app_command(env_name: str, *args: str) -> list[str]:
-    # The app's whole Mooncake configuration: the runtime.sh the webhook mounted, named by this env var.
-    return ["sh", "-c", f'. "${env_name}" && exec python mooncake_app.py {shlex.join(args)}']
-
-
-def app_deployment(env_name: str, value: str) -> dict[str, Any]:
+def app_deployment(value: str) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -248,40 +242,8 @@ def app_deployment(env_name: str, value: str) -> dict[str, Any]:
             "selector": {"matchLabels": {"app": "demo-app"}},
             "template": {
                 "metadata": {"labels": {"app": "demo-app"}},
-                "spec": {
-                    "containers": [
-                        {
-                            "name": "app",
-                            "image": "python:3.11-slim",  # the pod runner uses the venv's python instead
-                            "command": app_command(env_name, "put", "greeting", value),
-                            "workingDir": str(DEMO_DIR),
-                        }
-                    ]
-                },
+                "spec": {"containers": [app_container(DS, "put", "greeting", value)]},
             },
-        },
-    }
-
-
-def reader_pod(env_name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": "demo-reader",
-            "namespace": NS,
-            "labels": {names.LABEL_INJECT: "true"},
-            "annotations": {names.ANNOTATION_DATASET: DS},
-        },
-        "spec": {
-            "containers": [
-                {
-                    "name": "app",
-                    "image": "python:3.11-slim",
-                    "command": app_command(env_name, "get", "greeting"),
-                    "workingDir": str(DEMO_DIR),
-                }
-            ]
         },
     }
 

@@ -19,7 +19,6 @@ import importlib.util
 import os
 import re
 import secrets
-import shlex
 import socket
 import subprocess
 import sys
@@ -29,19 +28,18 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import pytest
+from demo.apps import injected_pod
 from kubernetes import client
 from podrunner import PodProcess, run_pod, start_pod
 
 from kubectl_fluid.api import names
-from tests.e2e.fluid import REPO, ControllerProcess, WebhookProcess, free_port
+from tests.e2e.fluid import ControllerProcess, WebhookProcess, free_port
 from tests.e2e.test_controller import Fluid, dataset, runtime
 from tests.e2e.wait import as_json, eventually
 
 VENV_BIN = Path(sys.executable).parent
-DEMO_DIR = REPO / "hack" / "demo"
 DS = "mc"
 
 
@@ -73,31 +71,6 @@ def fl(
     k8s: client.ApiClient, namespace: str, controller: ControllerProcess, webhook: WebhookProcess
 ) -> Fluid:
     return Fluid(k8s, namespace)
-
-
-def app_pod(name: str, *args: str) -> dict[str, Any]:
-    """An application pod whose only Mooncake configuration is the dataset's runtime.sh."""
-    env_name = names.runtime_config_env_names(DS)[-1]  # the shell-safe one
-    script = f'. "${env_name}" && exec python mooncake_app.py {shlex.join(args)}'
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "labels": {names.LABEL_INJECT: "true"},
-            "annotations": {names.ANNOTATION_DATASET: DS},
-        },
-        "spec": {
-            "containers": [
-                {
-                    "name": "app",
-                    "image": "python:3.11-slim",  # ignored by the pod runner: the venv's python runs it
-                    "command": ["sh", "-c", script],
-                    "workingDir": str(DEMO_DIR),
-                }
-            ]
-        },
-    }
 
 
 def port_open(port: int) -> bool:
@@ -218,7 +191,7 @@ def test_value_put_by_one_app_pod_is_got_by_another_through_runtime_sh(
 
     value = f"hello from the writer pod {secrets.token_hex(4)}"
     for name, args in (("writer", ("put", "greeting", value)), ("reader", ("get", "greeting"))):
-        core.create_namespaced_pod(namespace, app_pod(name, *args))
+        core.create_namespaced_pod(namespace, injected_pod(name, DS, *args))
         stored = as_json(core.read_namespaced_pod(name, namespace))
         volumes = [v["name"] for v in stored["spec"].get("volumes", [])]
         assert names.runtime_config_volume(DS) in volumes, f"{name} was not injected: {volumes}"
