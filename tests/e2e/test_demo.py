@@ -1,0 +1,59 @@
+"""``make demo`` as a user runs it: on a local cluster of its own (not the session's), twice in a row,
+then ``make down``, after which nothing it started runs and nothing it mounted stays."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def make(target: str, state: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    # The demo starts its own cluster whatever KUBECONFIG the suite was given.
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    return subprocess.run(
+        ["make", "--no-print-directory", target, f"STATE={state}"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout, check=False,
+    )  # fmt: skip
+
+
+def traces(state: Path) -> tuple[list[str], list[str]]:
+    """Processes whose command line names ``state``, and mount points under it."""
+    procs = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if str(state) in cmdline and "pytest" not in cmdline:
+                procs.append(f"{entry.name}: {cmdline[:200]}")
+    with open("/proc/self/mountinfo") as table:
+        mounts = [line.split()[4] for line in table if line.split()[4].startswith(str(state))]
+    return procs, mounts
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="make demo builds the local control plane: needs Go")
+def test_make_demo_twice_then_make_down_leaves_nothing(tmp_path: Path) -> None:
+    state = tmp_path / "demo"
+    try:
+        for run in (1, 2):
+            done = make("demo", state, timeout=600)
+            assert done.returncode == 0, (
+                f"make demo #{run} failed:\n{done.stdout[-4000:]}\n{done.stderr[-3000:]}"
+            )
+            out = done.stdout
+            assert "read back through Mooncake: 'hello from demo-app" in out, out[-3000:]
+            assert "no FUSE mount and no bind mount left on the node" in out, out[-3000:]
+            assert "REFS" in out  # kubectl fluid mounts showed the shared mount
+    finally:
+        down = make("down", state, timeout=120)
+    assert down.returncode == 0, down.stderr
+    procs, mounts = traces(state)
+    assert procs == [], f"still running after make down: {procs}"
+    assert mounts == [], f"still mounted after make down: {mounts}"
