@@ -270,6 +270,38 @@ def test_two_pods_one_pvc_share_one_fuse_until_both_are_gone(
     assert node_state_refs(csi_node) == {}
 
 
+@pytest.mark.usefixtures("kubelet", "cleanup_pv")
+@pytest.mark.parametrize("mount_mode", ["standalone"])
+def test_a_standalone_fuse_pod_that_dies_is_replaced_and_its_targets_bound_again(
+    core: client.CoreV1Api, namespace: str, csi_node: CsiNode
+) -> None:
+    pv = static_pv(core, namespace, csi_node)
+    uid = pod_using_pvc(core, namespace, "app", csi_node.name)
+    target = Path(names.csi_publish_target(uid, pv, str(csi_node.kubelet_root)))
+    eventually(lambda: str(target) in csi_node.mounts(), "the pod's target mounted", timeout=30)
+    (target / "before").write_text("written before FUSE died")
+    (first,) = fuse_pods(core, csi_node.name)
+    (pid,) = csi_node.fuse_pids()
+
+    os.kill(pid, signal.SIGKILL)
+
+    def replaced() -> client.V1Pod | None:
+        pods = fuse_pods(core, csi_node.name)
+        return pods[0] if len(pods) == 1 and pods[0].metadata.uid != first.metadata.uid else None
+
+    second = eventually(replaced, "a new FUSE pod", timeout=30)
+    assert second.metadata.name == first.metadata.name
+    eventually(lambda: csi_node.fuse_pids() not in ([], [pid]), "a new FUSE process", timeout=30)
+    eventually(
+        lambda: (target / "before").read_text() == "written before FUSE died",
+        "the pod's target served by the new FUSE",
+        timeout=30,
+    )
+    delete_pod(core, namespace, "app")
+    eventually(lambda: fuse_pods(core, csi_node.name) == [], "the FUSE pod deleted", timeout=30)
+    eventually(lambda: csi_node.mounts() == [], "nothing mounted", timeout=15)
+
+
 def test_kubelet_calls_succeed_while_the_api_server_is_unreachable_and_the_mirror_catches_up(
     k8s: client.ApiClient, csi_node: CsiNode, proxy: ApiProxy
 ) -> None:
