@@ -45,8 +45,8 @@ FROM ${PYTHON_IMAGE}
 LABEL org.opencontainers.image.title="kubectl-fluid" \
       org.opencontainers.image.description="Fluid-style cache stack: controller, mutating webhook, CSI driver curvine.csi.fluid.io" \
       org.opencontainers.image.licenses="Apache-2.0"
-# fuse3: libfuse3-3, which curvine-fuse-standin loads (through mfusepy), and fusermount3. mount and
-# umount (util-linux), which the CSI node service runs for bind mounts, are in the base image.
+# fuse3: libfuse3-3, which curvine-fuse-standin loads (through mfusepy), and fusermount3. The CSI node
+# service makes its bind mounts with mount(2) itself: no mount binary needed for them.
 RUN apt-get update \
  && apt-get install --yes --no-install-recommends fuse3 \
  && rm -rf /var/lib/apt/lists/*
