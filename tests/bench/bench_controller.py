@@ -25,7 +25,14 @@ from kubectl_fluid.kube.client import connect
 from kubectl_fluid.kube.resources import CONFIGMAPS, Resource
 from kubectl_fluid.runtimeconfig import build_runtime_config, render_json, render_sh
 from tests.bench.report import Report
-from tests.e2e.fluid import MANIFESTS, ControllerProcess, install, kubectl, service_account_kubeconfig
+from tests.e2e.fluid import (
+    MANIFESTS,
+    ControllerProcess,
+    install,
+    kubectl,
+    service_account_kubeconfig,
+    wait_until_gone,
+)
 
 PAIRS = 500
 CONCURRENCY = 8
@@ -172,6 +179,11 @@ def run(report: Report, kubeconfig: Path, workdir: Path) -> None:
         report.add("controller RSS after converging", rss_mb(controller.proc.pid), "MB")
         report.add("controller peak RSS", rss_mb(controller.proc.pid, "VmHWM"), "MB")
     finally:
-        controller.stop()
+        # Deleted while the controller still runs: it removes the Datasets' finalizers. Stopped first,
+        # the namespace would stay Terminating, and the namespace controller's retries over 500 pairs
+        # would load the API server (and every watch) under the benches that follow.
         for n in (base_ns, ns):
             core.delete_namespace(n)
+        wait_until_gone(core.read_namespace, ns, what=f"namespace {ns}", timeout=300)
+        wait_until_gone(core.read_namespace, base_ns, what=f"namespace {base_ns}", timeout=60)
+        controller.stop()
