@@ -90,9 +90,13 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
 MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
 MS_REMOUNT = 32
 MS_BIND = 4096
 MNT_DETACH = 2
+# statvfs's ST_* flags have the values of mount(2)'s MS_* ones.
+KEPT_FLAGS = os.ST_NOSUID | os.ST_NODEV | os.ST_NOEXEC | os.ST_NOATIME | os.ST_NODIRATIME | os.ST_RELATIME
 
 
 def _check(result: int, what: str) -> None:
@@ -107,7 +111,11 @@ def bind(source: str | os.PathLike[str], target: str | os.PathLike[str], readonl
     _check(_libc.mount(src, tgt, None, MS_BIND, None), f"mount --bind {source} {target}")
     if readonly:
         try:
-            flags = MS_REMOUNT | MS_BIND | MS_RDONLY
+            # A bind remount sets the per-mount flags to exactly these: keep the ones the bind got
+            # from its source (nosuid, nodev... of the FUSE mount), or they would be silently lost (and
+            # in a user namespace, where they are locked, the call refused).
+            kept = os.statvfs(tgt).f_flag & KEPT_FLAGS
+            flags = MS_REMOUNT | MS_BIND | MS_RDONLY | kept
             _check(_libc.mount(None, tgt, None, flags, None), f"mount -o remount,bind,ro {target}")
         except MountError:
             unmount(target)

@@ -49,3 +49,22 @@ def test_bind_readonly_and_unmount(tmp_path: Path) -> None:
         mounts.unmount(dst)
     assert not mounts.mounted_at(dst)
     assert not mounts.is_broken(dst)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="bind mounts need root (CI and the dev machine run as root)")
+def test_a_read_only_bind_keeps_the_sources_nosuid_and_nodev(tmp_path: Path) -> None:
+    # The source stands for a FUSE mount (which the kernel mounts nosuid,nodev): a tmpfs with them.
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir()
+    dst.mkdir()
+    flags = mounts.MS_NOSUID | mounts.MS_NODEV
+    assert mounts._libc.mount(b"tmpfs", os.fsencode(src), b"tmpfs", flags, None) == 0
+    try:
+        mounts.bind(src, dst, readonly=True)
+        try:
+            (options,) = [m.options for m in mounts.mounted_at(dst)]
+            assert {"ro", "nosuid", "nodev"} <= set(options), options
+        finally:
+            mounts.unmount(dst)
+    finally:
+        mounts.unmount(src)
