@@ -120,7 +120,8 @@ class FuseManager:
         proc.stopping = True
         if proc.watcher is not None:
             proc.watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            # Whatever ended the watcher, stopping must still end the process and its mount.
+            with contextlib.suppress(BaseException):
                 await proc.watcher
         await _terminate(proc)
         if mounts.mounted_at(proc.mnt_path):
@@ -187,12 +188,24 @@ class FuseManager:
                     os.kill(proc.pid, signal.SIGKILL)
             try:
                 await self._launch(proc)
-            except (FuseError, OSError) as e:
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                # The watcher must outlive any failure, or the mount stays broken for good.
                 log.error("remounting mount key %s failed: %s; retrying", proc.key, e)
                 await asyncio.sleep(min(30.0, 0.5 * 2**proc.restarts))
                 continue
-            if self.on_restart is not None:
-                self.on_restart(proc.key)
+            _notify(self.on_restart, proc.key)
+
+
+def _notify(on_restart: Callable[[str], None] | None, key: str) -> None:
+    """Tell the node service a FUSE was restarted; its failure is logged, never the watcher's end."""
+    if on_restart is None:
+        return
+    try:
+        on_restart(key)
+    except Exception:
+        log.exception("re-binding after a FUSE restart of mount key %s failed", key)
 
 
 async def _terminate(proc: FuseProcess) -> None:

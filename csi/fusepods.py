@@ -23,7 +23,7 @@ from typing import Any
 import kr8s.asyncio
 
 from csi import mounts
-from csi.fusemanager import FuseError, is_fuse_mount
+from csi.fusemanager import FuseError, _notify, is_fuse_mount
 from csi.fusepod import fuse_pod
 from csi.fuserunner import FuseHandle
 from kubectl_fluid.api import names
@@ -83,7 +83,14 @@ class FusePodManager:
         if key in self.pods:
             return FuseHandle(pod_name=self.pods[key].name)
         pod = FusePod(key, names.fuse_pod_name(self.node, key), argv, mnt_path)
-        await self._launch(pod)
+        try:
+            await self._launch(pod)
+        except BaseException:
+            # Failed, timed out or cancelled (kubelet gave up on the call): the pod exists and would
+            # mount later at a path nothing tracks. Delete it; a retried NodeStage creates it again.
+            with contextlib.suppress(Exception):
+                await self._delete(pod.name)
+            raise
         self.pods[key] = pod
         pod.watcher = asyncio.create_task(self._watch(pod))
         return FuseHandle(pod_name=pod.name)
@@ -100,11 +107,15 @@ class FusePodManager:
     async def stop(self, key: str) -> None:
         pod = self.pods.pop(key, None)
         if pod is None:
+            # Not adopted (its mount was already gone), yet its pod may still exist: delete it by name.
+            with contextlib.suppress(Exception):
+                await self._delete(names.fuse_pod_name(self.node, key))
             return
         pod.stopping = True
         if pod.watcher is not None:
             pod.watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            # Whatever ended the watcher, stopping must still delete the pod and its mount.
+            with contextlib.suppress(BaseException):
                 await pod.watcher
         await self._delete(pod.name)
         deadline = time.monotonic() + self.stop_timeout
@@ -199,12 +210,15 @@ class FusePodManager:
             try:
                 await self._delete(pod.name)
                 await self._launch(pod)
-            except (FuseError, http.ApiError, OSError) as e:
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:
+                # The API server away, a bind that failed...: the watcher must outlive it, or the
+                # mount stays broken and nothing replaces the pod again.
                 log.error("replacing FUSE pod of mount key %s failed: %s; retrying", pod.key, e)
                 await asyncio.sleep(min(30.0, 0.5 * 2**pod.restarts))
                 continue
-            if self.on_restart is not None:
-                self.on_restart(pod.key)
+            _notify(self.on_restart, pod.key)
 
 
 def _ended(pod: dict[str, Any] | None) -> str:

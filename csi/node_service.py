@@ -33,6 +33,7 @@ from csi.proto import csi_pb2, csi_pb2_grpc
 from csi.rpcerrors import Context, RpcFailure, required, rpc
 from csi.volumes import parse_volume_context
 from kubectl_fluid.api import names
+from kubectl_fluid.api.fusemount import FuseMountPhase
 
 log = logging.getLogger(__name__)
 
@@ -103,12 +104,21 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             self._save(st.set_process(self.state, key, pid=handle.pid, pod_name=handle.pod_name))
         self._rebind(entry)
 
-    def _rebind(self, entry: st.MountEntry) -> None:
+    def _rebind(self, entry: st.MountEntry) -> bool:
+        """Bind every staging path and target of ``entry`` again where broken. One that fails (its
+        directory gone from the cache, say) is logged and does not keep the others from their
+        mounts; returns whether all are whole."""
+        whole = True
         for volume_id, volume in entry.volumes.items():
-            source = self._volume_source(entry, volume_id)
-            _fresh_bind(source, volume.staging_path, readonly=False)
-            for target, publication in volume.targets.items():
-                _fresh_bind(volume.staging_path, target, readonly=publication.readonly)
+            binds = [(self._volume_source(entry, volume_id), volume.staging_path, False)]
+            binds += [(volume.staging_path, t, p.readonly) for t, p in volume.targets.items()]
+            for source, target, readonly in binds:
+                try:
+                    _fresh_bind(source, target, readonly=readonly)
+                except (mounts.MountError, OSError) as err:
+                    whole = False
+                    log.error("re-binding %s failed: %s", target, err, extra={"mount_key": entry.key})
+        return whole
 
     def _volume_source(self, entry: st.MountEntry, volume_id: str) -> str:
         curvine_path = entry.volumes[volume_id].curvine_path or entry.params.fs_path
@@ -119,17 +129,28 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         and finish stopping keys that were on their way out."""
         for key, entry in list(self.state.mounts.items()):
             async with self.locks.hold(key):
-                if entry.refcount == 0:
-                    if self._takeover(entry):
-                        await self.fuse.stop(key)
-                    _detach(entry.mnt_path)
-                    _remove_empty(entry.mnt_path)
-                    self._save(st.remove_mount(self.state, key))
-                    continue
-                if not self._takeover(entry):
-                    await self._launch(entry)
-                self._rebind(self.state.mounts[key])
-                self._save(st.set_phase(self.state, key, "Ready", now=st.timestamp()))
+                try:
+                    await self._recover_key(entry)
+                except Exception:
+                    # One key that cannot come back (the API server away in standalone mode...)
+                    # must not keep the node service from serving every other volume; the next
+                    # NodeStage of that key tries again.
+                    log.exception("recovering mount key %s failed", key, extra={"mount_key": key})
+                    self._save(st.set_phase(self.state, key, "Broken", now=st.timestamp()))
+
+    async def _recover_key(self, entry: st.MountEntry) -> None:
+        key = entry.key
+        if entry.refcount == 0:
+            self._takeover(entry)
+            await self.fuse.stop(key)  # a standalone FUSE pod is deleted even when not adopted
+            _detach(entry.mnt_path)
+            _remove_empty(entry.mnt_path)
+            self._save(st.remove_mount(self.state, key))
+            return
+        if not self._takeover(entry):
+            await self._launch(entry)
+        phase: FuseMountPhase = "Ready" if self._rebind(self.state.mounts[key]) else "Broken"
+        self._save(st.set_phase(self.state, key, phase, now=st.timestamp()))
 
     # ------------------------------------------------------------------ CSI
 

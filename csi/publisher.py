@@ -56,7 +56,14 @@ def changes(wanted: Objects, written: Objects) -> tuple[list[str], list[str]]:
 
 
 class MirrorPublisher:
-    def __init__(self, node: str, connect: Connect, retry_cap: float = 1.0, debounce: float = 0.02) -> None:
+    def __init__(
+        self,
+        node: str,
+        connect: Connect,
+        retry_cap: float = 1.0,
+        debounce: float = 0.02,
+        resync: float = 300.0,
+    ) -> None:
         self.node = node
         self.connect = connect
         # The mirror must catch up within 2 s of the API server coming back: the retry wait stays
@@ -64,6 +71,9 @@ class MirrorPublisher:
         self.retry_cap = retry_cap
         # Many kubelet calls in a burst become one write per mount key.
         self.debounce = debounce
+        # What this process believes the server holds is checked against it this often, so an object
+        # deleted or edited by hand is put right even when this node's state does not change.
+        self.resync = resync
         self._state: NodeState | None = None
         self._wake = asyncio.Event()
         self._synced = asyncio.Event()
@@ -99,7 +109,10 @@ class MirrorPublisher:
     async def _run(self) -> None:
         backoff = Backoff(base=0.1, cap=self.retry_cap)
         while True:
-            await self._wake.wait()
+            try:
+                await asyncio.wait_for(self._wake.wait(), self.resync)
+            except TimeoutError:
+                self._written = None  # list again, then write what differs
             await asyncio.sleep(self.debounce)
             self._wake.clear()
             state = self._state
@@ -133,12 +146,22 @@ class MirrorPublisher:
             self._written = await self._list_own()
         wanted = desired_objects(self.node, state)
         apply, delete = changes(wanted, self._written)
+        # Each object on its own: one the server refuses must not hold back the others.
+        failed: Exception | None = None
         for name in apply:
-            await self._apply(wanted[name])
-            self._written[name] = wanted[name]
+            try:
+                await self._apply(wanted[name])
+                self._written[name] = wanted[name]
+            except Exception as err:
+                failed = failed or err
         for name in delete:
-            await self._delete(name)
-            del self._written[name]
+            try:
+                await self._delete(name)
+                del self._written[name]
+            except Exception as err:
+                failed = failed or err
+        if failed is not None:
+            raise failed
 
     async def _list_own(self) -> Objects:
         assert self._api is not None

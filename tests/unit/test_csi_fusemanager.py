@@ -67,6 +67,30 @@ def test_start_crash_remount_and_stop(tmp_path: Path, data: Path) -> None:
     asyncio.run(main())
 
 
+def test_a_failing_rebind_does_not_end_the_supervision(tmp_path: Path, data: Path) -> None:
+    calls: list[str] = []
+    mnt = tmp_path / "k4" / "fuse-mount"
+
+    def rebind_fails(key: str) -> None:
+        calls.append(key)
+        raise mounts.MountError("mount --bind: No such file or directory")
+
+    async def main() -> None:
+        fm = FuseManager(on_restart=rebind_fails, poll=0.05)
+        for crash in (1, 2):  # the second crash is still noticed and remounted
+            os.kill(fm.processes["k4"].pid if crash == 2 else await fm.start("k4", argv(mnt), str(mnt)), 9)
+            while len(calls) < crash:
+                await asyncio.sleep(0.05)
+        assert fm.starts == 3
+        assert is_fuse_mount(str(mnt))
+        pid = fm.processes["k4"].pid
+        await fm.stop("k4")
+        assert not pid_alive(pid)
+        assert not mounts.mounted_at(mnt)
+
+    asyncio.run(main())
+
+
 def test_adopt_after_the_node_service_restarts(tmp_path: Path, data: Path) -> None:
     mnt = tmp_path / "k2" / "fuse-mount"
 
