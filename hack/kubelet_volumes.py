@@ -117,17 +117,21 @@ def plan(
     want: Mapping[tuple[str, str, str], Publication],
     published: Mapping[tuple[str, str, str], str],
     staged: Iterable[tuple[str, str]],
+    *,
+    unsure: Iterable[tuple[str, ...]] = (),
 ) -> Plan:
     """The calls that turn what exists (``published``: (node, pod uid, pv) → volume handle, and the
-    staged (node, volume handle) pairs) into what is wanted. Publications go before the unstages they
-    would otherwise race with: a volume still wanted by one pod is never unstaged under it."""
-    staged_set = set(staged)
+    staged (node, volume handle) pairs) into what is wanted. ``unsure`` names the stages and
+    publications whose call was made but not seen to succeed (kubelet's "uncertain" state): made again
+    while wanted (the calls are idempotent), undone like the others when not. Publications go before
+    the unstages they would otherwise race with: a volume still wanted by one pod is never unstaged."""
+    staged_set, unsure_set = set(staged), set(unsure)
     to_stage: dict[tuple[str, str], Publication] = {}
     for pub in want.values():
         pair = (pub.node, pub.volume_handle)
-        if pair not in staged_set and pair not in to_stage:
+        if (pair not in staged_set or pair in unsure_set) and pair not in to_stage:
             to_stage[pair] = pub
-    publish = [pub for key, pub in sorted(want.items()) if key not in published]
+    publish = [pub for key, pub in sorted(want.items()) if key not in published or key in unsure_set]
     unpublish = sorted(key for key in published if key not in want)
     still_used = {(pub.node, pub.volume_handle) for pub in want.values()}
     unstage = sorted(pair for pair in staged_set if pair not in still_used)

@@ -24,7 +24,6 @@ import contextlib
 import json
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -64,27 +63,36 @@ class Node:
     def target_path(self, pod_uid: str, pv: str) -> Path:
         return Path(names.csi_publish_target(pod_uid, pv, str(self.kubelet_root)))
 
-    def staged(self) -> set[str]:
+    def staged(self) -> dict[str, bool]:
+        """Volume handle → whether its NodeStage was seen to succeed."""
         driver_dir = Path(self.plugins_root) / "kubernetes.io" / "csi" / names.CSI_DRIVER
-        return {_read_handle(record) for record in driver_dir.glob(f"*/{VOL_DATA}")}
+        return dict(_read_record(record) for record in driver_dir.glob(f"*/{VOL_DATA}"))
 
-    def published(self) -> dict[tuple[str, str, str], str]:
-        found: dict[tuple[str, str, str], str] = {}
+    def published(self) -> dict[tuple[str, str, str], tuple[str, bool]]:
+        """(node, pod uid, pv) → (volume handle, whether its NodePublish was seen to succeed)."""
+        found: dict[tuple[str, str, str], tuple[str, bool]] = {}
         for record in (self.kubelet_root / "pods").glob(f"*/volumes/kubernetes.io~csi/*/{VOL_DATA}"):
             pv_dir = record.parent
             pod_uid = pv_dir.parent.parent.parent.name
-            found[(self.name, pod_uid, pv_dir.name)] = _read_handle(record)
+            found[(self.name, pod_uid, pv_dir.name)] = _read_record(record)
         return found
 
 
-def _read_handle(record: Path) -> str:
-    handle: str = json.loads(record.read_text())["volumeHandle"]
-    return handle
+def _read_record(record: Path) -> tuple[str, bool]:
+    data = json.loads(record.read_text())
+    return str(data["volumeHandle"]), bool(data.get("confirmed", True))
 
 
-def _write_record(directory: Path, handle: str, pv: str | None = None) -> None:
+def _write_record(directory: Path, handle: str, pv: str | None = None, *, confirmed: bool) -> None:
+    """Written before the call (unconfirmed: it may have happened) and again after it succeeded, as
+    kubelet does: a call whose answer was lost is still known, retried while wanted and undone after."""
     directory.mkdir(parents=True, exist_ok=True)
-    data = {"driverName": names.CSI_DRIVER, "volumeHandle": handle, **({"specVolID": pv} if pv else {})}
+    data = {
+        "driverName": names.CSI_DRIVER,
+        "volumeHandle": handle,
+        "confirmed": confirmed,
+        **({"specVolID": pv} if pv else {}),
+    }
     tmp = directory / f".{VOL_DATA}.tmp"
     tmp.write_text(json.dumps(data))
     os.replace(tmp, directory / VOL_DATA)
@@ -149,6 +157,24 @@ class Standin:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.wake_fuse.wait(), self.resync)
 
+    def _on_disk(
+        self,
+    ) -> tuple[dict[tuple[str, str, str], str], set[tuple[str, str]], set[tuple[str, ...]]]:
+        """What the records say is published and staged, and which of those calls are unconfirmed."""
+        published: dict[tuple[str, str, str], str] = {}
+        staged: set[tuple[str, str]] = set()
+        unsure: set[tuple[str, ...]] = set()
+        for node in self.nodes.values():
+            for key, (handle, confirmed) in node.published().items():
+                published[key] = handle
+                if not confirmed:
+                    unsure.add(key)
+            for handle, confirmed in node.staged().items():
+                staged.add((node.name, handle))
+                if not confirmed:
+                    unsure.add((node.name, handle))
+        return published, staged, unsure
+
     async def reconcile(self) -> None:
         want = wanted(
             self.pods.items(),
@@ -156,12 +182,8 @@ class Standin:
             {o["metadata"]["name"]: o for o in self.pvs.items()},
             self.nodes,
         )
-        published: dict[tuple[str, str, str], str] = {}
-        staged: set[tuple[str, str]] = set()
-        for node in self.nodes.values():
-            published |= node.published()
-            staged |= {(node.name, handle) for handle in node.staged()}
-        todo = plan(want, published, staged)
+        published, staged, unsure = self._on_disk()
+        todo = plan(want, published, staged, unsure=unsure)
         failed_stage: set[tuple[str, str]] = set()
         for pub in todo.stage:
             if not await self._call(pub, "MountVolume.MountDevice", self._stage(pub)):
@@ -238,6 +260,7 @@ class Standin:
         assert node.stub is not None
         staging = node.staging_path(pub.volume_handle)
         staging.mkdir(parents=True, exist_ok=True)
+        _write_record(staging.parent, pub.volume_handle, confirmed=False)
         await node.stub.NodeStageVolume(
             csi_pb2.NodeStageVolumeRequest(
                 volume_id=pub.volume_handle,
@@ -246,13 +269,14 @@ class Standin:
                 volume_context=dict(pub.attributes),
             )
         )
-        _write_record(staging.parent, pub.volume_handle)
+        _write_record(staging.parent, pub.volume_handle, confirmed=True)
         log.info("staged %s on %s", pub.volume_handle, pub.node)
 
     async def _publish(self, pub: Publication) -> None:
         node = self.nodes[pub.node]
         assert node.stub is not None
         target = node.target_path(pub.pod_uid, pub.pv)
+        _write_record(target.parent, pub.volume_handle, pub.pv, confirmed=False)
         await node.stub.NodePublishVolume(
             csi_pb2.NodePublishVolumeRequest(
                 volume_id=pub.volume_handle,
@@ -263,7 +287,7 @@ class Standin:
                 volume_context={**dict(pub.attributes), **pub.pod_info()},
             )
         )
-        _write_record(target.parent, pub.volume_handle, pub.pv)
+        _write_record(target.parent, pub.volume_handle, pub.pv, confirmed=True)
         log.info("published %s for pod %s/%s", pub.pv, pub.pod_namespace, pub.pod_name)
 
     async def _unpublish(self, key: tuple[str, str, str], handle: str) -> None:
@@ -275,12 +299,9 @@ class Standin:
             csi_pb2.NodeUnpublishVolumeRequest(volume_id=handle, target_path=str(target))
         )
         (target.parent / VOL_DATA).unlink(missing_ok=True)
-        with contextlib.suppress(OSError):
-            target.parent.rmdir()
-        pod_dir = node.kubelet_root / "pods" / pod_uid
-        if not any(pod_dir.glob(f"volumes/*/*/{VOL_DATA}")):
-            # Only our records live under a pod dir here; kubelet removes it with the pod the same way.
-            shutil.rmtree(pod_dir, ignore_errors=True)
+        # Empty directories only, bottom-up: never a recursive delete, which would cross into a
+        # volume still mounted below (another PV of the same pod) and delete the cache's data.
+        _prune(target.parent, stop=node.kubelet_root / "pods")
         self.reported.pop((pod_uid, pv), None)
         log.info("unpublished %s of pod %s on %s", pv, pod_uid, node_name)
 
@@ -293,7 +314,7 @@ class Standin:
         (staging.parent / VOL_DATA).unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             staging.rmdir()
-            staging.parent.rmdir()
+        _prune(staging.parent, stop=staging.parent.parent)
         log.info("unstaged %s on %s", handle, node.name)
 
     async def _event(self, pub: Publication, message: str) -> None:
@@ -322,6 +343,16 @@ class Standin:
             log.warning("could not post an Event on %s/%s: %s", pub.pod_namespace, pub.pod_name, err)
 
 
+def _prune(directory: Path, stop: Path) -> None:
+    """Remove ``directory`` and its parents up to (not including) ``stop`` while they are empty."""
+    while directory != stop and stop in directory.parents:
+        try:
+            directory.rmdir()
+        except OSError:
+            return
+        directory = directory.parent
+
+
 def _go_code(code: grpc.StatusCode) -> str:
     """The status code as Go's gRPC (and so kubelet's messages) spells it: ``FailedPrecondition``."""
     return "".join(word.capitalize() for word in code.name.split("_"))
@@ -341,7 +372,15 @@ def parse_node(text: str) -> Node:
 
 async def amain(args: argparse.Namespace) -> None:
     api = await client.connect(args.kubeconfig)
-    await Standin(api, args.node, args.resync).run()
+    # SIGTERM (make down, the tests) ends run() through its finally: the FUSE pods' containers this
+    # process started are stopped, not orphaned to serve on beside a restarted stand-in's.
+    main_task = asyncio.current_task()
+    assert main_task is not None
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, main_task.cancel)
+    with contextlib.suppress(asyncio.CancelledError):
+        await Standin(api, args.node, args.resync).run()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -90,3 +90,15 @@ def test_plan_stages_once_per_node_and_volume_and_unstages_only_unused_volumes()
     step = plan({}, published, staged)
     assert step.unpublish == [("n0", "uid-a", "pv1"), ("n0", "uid-b", "pv1")]
     assert step.unstage == [("n0", "h-pv1")]
+
+
+def test_unconfirmed_calls_are_made_again_while_wanted_and_undone_when_not() -> None:
+    want = wanted([pod("a", "n0", ["c1"])], PVCS, PVS, NODES)
+    key, pair = ("n0", "uid-a", "pv1"), ("n0", "h-pv1")
+    # The node service may or may not have done them (the answer was lost): retried, idempotently.
+    step = plan(want, {key: "h-pv1"}, {pair}, unsure={key, pair})
+    assert [(p.node, p.volume_handle) for p in step.stage] == [pair]
+    assert [p.pod_uid for p in step.publish] == ["uid-a"]
+    # The pod gone: undone like confirmed ones, so nothing the node service did is left behind.
+    step = plan({}, {key: "h-pv1"}, {pair}, unsure={key, pair})
+    assert (step.stage, step.publish, step.unpublish, step.unstage) == ([], [], [key], [pair])
