@@ -244,3 +244,18 @@ def test_refusals_are_one_error_line_and_change_nothing(fl: Fluid, kubeconfig: P
     line = one_error_line(kubectl_fluid(kubeconfig, "inject", "deploy/nope", "--dataset", "ds1", "-n", fl.ns))
     assert f'deployments.apps "nope" not found in namespace "{fl.ns}"' in line
     assert fl.apps.read_namespaced_deployment("y", fl.ns).metadata.generation == generation
+
+
+def test_a_started_job_is_refused_and_left_unchanged(fl: Fluid, kubeconfig: Path) -> None:
+    ready_dataset(fl, "ds1")
+    template = app_template({"app": "once"})
+    template["spec"]["restartPolicy"] = "Never"
+    batch = client.BatchV1Api(fl.core.api_client)
+    batch.create_namespaced_job(fl.ns, {"metadata": {"name": "once"}, "spec": {"template": template}})
+    # kube-controller-manager's job controller starts it (its pods run on the kwok nodes).
+    eventually(lambda: batch.read_namespaced_job("once", fl.ns).status.start_time, "the Job started", 60)
+    before = as_json(batch.read_namespaced_job("once", fl.ns))["spec"]["template"]["metadata"]
+
+    line = one_error_line(kubectl_fluid(kubeconfig, "inject", "job/once", "--dataset", "ds1", "-n", fl.ns))
+    assert "a Job's template is immutable once it has started" in line
+    assert as_json(batch.read_namespaced_job("once", fl.ns))["spec"]["template"]["metadata"] == before
