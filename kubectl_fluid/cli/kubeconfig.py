@@ -7,8 +7,11 @@ its namespace (default ``default``) is the namespace of commands without ``-n``.
 
 Written here rather than borrowed from kr8s so that a command pays for no client library at start-up
 (``kubectl fluid config show`` must stay close to ``kubectl get cm``). Decisions where kubectl would do
-more: ``auth-provider`` (removed from kubectl itself) and ``proxy-url`` are not supported; an ``exec``
-credential plugin is run on every invocation (no credential cache).
+more: ``auth-provider`` (removed from kubectl itself) is refused with what to use instead; an ``exec``
+credential plugin is run on every invocation (no credential cache). ``proxy-url`` and the proxy
+environment are served by ``kubectl_fluid.cli.proxy``. A boolean field must be a YAML boolean, as
+kubectl's strict decoding demands: ``insecure-skip-tls-verify: "false"`` (a string) is refused, never
+read as true.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ class Access:
     ca_data: bytes | None = None
     insecure: bool = False
     tls_server_name: str | None = None
+    proxy_url: str | None = None
     credentials: Credentials = field(default_factory=Credentials)
 
 
@@ -145,16 +149,19 @@ def resolve(merged: Merged, context: str | None, source: str) -> Access:
         key_file=_path(user.get("client-key"), user_dir),
         cert_data=_b64(user.get("client-certificate-data"), "client-certificate-data", source),
         key_data=_b64(user.get("client-key-data"), "client-key-data", source),
-        exec_config=_exec(user.get("exec"), user_dir),
+        exec_config=_exec(user.get("exec"), user_dir, f'user "{user_name}"', source),
     )
+    # Read only to be checked: a compressed answer is never asked for, so there is nothing to disable.
+    _bool(cluster, "disable-compression", f'cluster "{cluster_name}"', source)
     return Access(
         server=server.rstrip("/"),
         namespace=str(ctx.get("namespace") or DEFAULT_NAMESPACE),
         context=name,
         ca_file=_path(cluster.get("certificate-authority"), cluster_dir),
         ca_data=_b64(cluster.get("certificate-authority-data"), "certificate-authority-data", source),
-        insecure=bool(cluster.get("insecure-skip-tls-verify")),
+        insecure=_bool(cluster, "insecure-skip-tls-verify", f'cluster "{cluster_name}"', source),
         tls_server_name=_str(cluster.get("tls-server-name")),
+        proxy_url=_str(cluster.get("proxy-url")),
         credentials=credentials,
     )
 
@@ -201,6 +208,18 @@ def load(
     return resolve(merged, context, source)
 
 
+def _bool(entry: Mapping[str, Any], key: str, owner: str, source: str) -> bool:
+    """A boolean field as kubectl reads it: absent or null is false, a YAML boolean is itself, and
+    anything else (the string ``"false"``, a number) is an error rather than a guess."""
+    value = entry.get(key)
+    if value is None or isinstance(value, bool):
+        return bool(value)
+    raise CliError(
+        f"{key} of {owner} in {source} must be true or false, not {value!r}; "
+        "write it without quotes (kubectl refuses it too)"
+    )
+
+
 def _str(value: Any) -> str | None:
     return str(value) if value else None
 
@@ -221,9 +240,10 @@ def _b64(value: Any, key: str, source: str) -> bytes | None:
         raise CliError(f"{key} in {source} is not base64") from None
 
 
-def _exec(value: Any, directory: Path) -> Mapping[str, Any] | None:
+def _exec(value: Any, directory: Path, owner: str, source: str) -> Mapping[str, Any] | None:
     if not isinstance(value, dict) or not value.get("command"):
         return None
+    _bool(value, "provideClusterInfo", f"the exec plugin of {owner}", source)
     command = str(value["command"])
     # client-go: a command with a path separator is relative to the kubeconfig; a bare name is on PATH.
     if os.sep in command and not os.path.isabs(command):

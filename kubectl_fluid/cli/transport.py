@@ -17,12 +17,13 @@ import os
 import socket
 import ssl
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from kubectl_fluid.cli.errors import ApiError, CliError, Unreachable
 from kubectl_fluid.cli.kubeconfig import Access, Credentials
+from kubectl_fluid.cli.proxy import proxy_for
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -32,7 +33,9 @@ USER_AGENT = "kubectl-fluid/0.1.0"
 class Api:
     """Requests by path (paths come from ``kubectl_fluid.kube.resources``)."""
 
-    def __init__(self, access: Access, timeout: float | None = 30.0) -> None:
+    def __init__(
+        self, access: Access, timeout: float | None = 30.0, env: Mapping[str, str] | None = None
+    ) -> None:
         self.access = access
         self.timeout = timeout or None
         url = urlsplit(access.server)
@@ -42,6 +45,7 @@ class Api:
         self._host = url.hostname
         self._port = url.port or (443 if self._https else 80)
         self._prefix = url.path.rstrip("/")
+        self._proxy = proxy_for(access.server, access.proxy_url, os.environ if env is None else env)
         self._conn: http.client.HTTPConnection | None = None
         self._auth: str | None = None
         self._exec_cache: Credentials | None = None
@@ -58,10 +62,15 @@ class Api:
     ) -> Any:
         """The decoded JSON answer; raises ApiError on a non-2xx status, Unreachable without one."""
         target = self._prefix + path + (f"?{urlencode(params)}" if params else "")
+        if self._proxy is not None and not self._https:
+            # A plain-HTTP request through a proxy names the whole URL (RFC 9112 absolute-form).
+            target = f"http://{self._host}:{self._port}{target}"
         payload = None if body is None else json.dumps(body).encode()
         headers = {"Accept": JSON, "User-Agent": USER_AGENT}
         if payload is not None:
             headers["Content-Type"] = content_type
+        if self._proxy is not None and not self._https and self._proxy.userinfo:
+            headers["Proxy-Authorization"] = _basic(self._proxy.userinfo)
         auth = self._authorization()
         if auth:
             headers["Authorization"] = auth
@@ -127,16 +136,22 @@ class Api:
 
     def _connection(self) -> http.client.HTTPConnection:
         if self._conn is None:
+            proxy = self._proxy
+            host, port = (proxy.host, proxy.port) if proxy is not None else (self._host, self._port)
             if self._https:
                 self._conn = _HTTPSConnection(
-                    self._host,
-                    self._port,
+                    host,
+                    port,
                     timeout=self.timeout,
                     context=self._ssl_context(),
-                    server_name=self.access.tls_server_name,
+                    server_name=self.access.tls_server_name or self._host,
                 )
+                if proxy is not None:
+                    # TLS end to end through a CONNECT tunnel: the proxy sees only the host and port.
+                    tunnel = {"Proxy-Authorization": _basic(proxy.userinfo)} if proxy.userinfo else None
+                    self._conn.set_tunnel(self._host, self._port, headers=tunnel)
             else:
-                self._conn = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
+                self._conn = http.client.HTTPConnection(host, port, timeout=self.timeout)
         return self._conn
 
     def _ssl_context(self) -> ssl.SSLContext:
@@ -178,8 +193,7 @@ class Api:
             if token:
                 self._auth = f"Bearer {token}"
             elif creds.username and creds.password:
-                basic = base64.b64encode(f"{creds.username}:{creds.password}".encode()).decode()
-                self._auth = f"Basic {basic}"
+                self._auth = _basic(f"{creds.username}:{creds.password}")
             else:
                 self._auth = ""
         return self._auth or None
@@ -192,15 +206,16 @@ class Api:
 
 
 class _HTTPSConnection(http.client.HTTPSConnection):
-    """HTTPS whose certificate is checked against ``tls-server-name`` when the kubeconfig sets one
-    (a server reached by IP whose certificate names a host)."""
+    """HTTPS whose certificate is checked against ``server_name``: the API server's host, or
+    ``tls-server-name`` when the kubeconfig sets one (a server reached by IP whose certificate names
+    a host). ``host`` is where the socket goes, the proxy when there is one."""
 
     def __init__(
-        self, host: str, port: int, *, timeout: float | None, context: ssl.SSLContext, server_name: str | None
+        self, host: str, port: int, *, timeout: float | None, context: ssl.SSLContext, server_name: str
     ) -> None:
         super().__init__(host, port, timeout=timeout, context=context)
         self._context = context
-        self._server_name = server_name or host
+        self._server_name = server_name
 
     def connect(self) -> None:
         http.client.HTTPConnection.connect(self)
@@ -241,6 +256,10 @@ def run_exec_plugin(config: dict[str, Any] | Any, context: str) -> Credentials:
         cert_data=cert.encode() if cert else None,
         key_data=key.encode() if key else None,
     )
+
+
+def _basic(userinfo: str) -> str:
+    return "Basic " + base64.b64encode(userinfo.encode()).decode()
 
 
 def warning_text(header: str) -> str:

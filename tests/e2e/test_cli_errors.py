@@ -14,6 +14,7 @@ import yaml
 from kubernetes import client
 
 from kubectl_fluid.api import names
+from tests.connectproxy import connect_proxy_running
 from tests.e2e.fluid import kubectl_binary
 from tests.e2e.test_cli_inject import PLUGIN_DIR, kubectl_fluid, ok, one_error_line
 from tests.e2e.wait import eventually
@@ -105,3 +106,30 @@ def test_help_and_completion_through_kubectl(
     assert [v.split("\t")[0] for v in verbs] == ["inject", "config", "mounts", "datasets", "explain", ":4"]
     assert complete("inject", "cr") == ["cronjob/", ":6"]
     assert complete("config", "show", "-n", namespace, "ds-") == ["ds-complete", ":4"]
+
+
+def test_proxy_url_reaches_the_cluster_through_a_connect_proxy(
+    kubeconfig: Path, namespace: str, fluid: Path, tmp_path: Path
+) -> None:
+    cfg = yaml.safe_load(kubeconfig_with(kubeconfig, tmp_path / "plain").read_text())
+    with connect_proxy_running() as proxy:
+        for cluster in cfg["clusters"]:
+            cluster["cluster"]["proxy-url"] = proxy.url
+        proxied = tmp_path / "proxied"
+        proxied.write_text(json.dumps(cfg))
+        run = kubectl_fluid(proxied, "datasets", "-n", namespace)
+        assert run.returncode == 0, run.stderr
+        assert f"No resources found in {namespace} namespace." in run.stderr
+        server = cfg["clusters"][0]["cluster"]["server"].removeprefix("https://")
+        assert proxy.tunnels
+        assert set(proxy.tunnels) == {server}
+
+
+def test_a_quoted_boolean_in_the_kubeconfig_is_one_error_line(kubeconfig: Path, tmp_path: Path) -> None:
+    cfg = yaml.safe_load(kubeconfig_with(kubeconfig, tmp_path / "plain").read_text())
+    cfg["clusters"][0]["cluster"]["insecure-skip-tls-verify"] = "false"
+    quoted = tmp_path / "quoted"
+    quoted.write_text(yaml.safe_dump(cfg))
+    line = one_error_line(kubectl_fluid(quoted, "datasets"))
+    assert line.startswith("error: insecure-skip-tls-verify of cluster ")
+    assert "must be true or false, not 'false'" in line

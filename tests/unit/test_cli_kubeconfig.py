@@ -167,3 +167,44 @@ def test_unparsable_file(tmp_path: Path) -> None:
     (tmp_path / "k").write_text("- a list\n")
     with pytest.raises(CliError, match="not a mapping"):
         load(str(tmp_path / "k"), None, env={}, home=tmp_path)
+
+
+@pytest.mark.parametrize("value", ["false", "true", "False", 0, 1, "yes-please"])
+def test_a_boolean_field_that_is_not_a_yaml_boolean_is_refused_naming_it(tmp_path: Path, value: Any) -> None:
+    # "false" in quotes is a string; read as bool() it would turn TLS verification *off*.
+    path = write(tmp_path / "k", config(cluster={"insecure-skip-tls-verify": value}))
+    with pytest.raises(CliError) as e:
+        load(str(path), None, env={}, home=tmp_path)
+    assert "insecure-skip-tls-verify" in str(e.value)
+    assert 'cluster "c"' in str(e.value)
+    assert repr(value) in str(e.value)
+
+
+def test_yaml_booleans_are_read_as_kubectl_reads_them(tmp_path: Path) -> None:
+    for text, insecure in (("true", True), ("false", False), ("null", False), ("yes", True), ("off", False)):
+        path = tmp_path / f"k-{text}"
+        path.write_text(
+            yaml.safe_dump(config()).replace(
+                "server: https://10.0.0.1:6443",
+                f"server: https://10.0.0.1:6443\n    insecure-skip-tls-verify: {text}",
+            )
+        )
+        assert load(str(path), None, env={}, home=tmp_path).insecure is insecure, text
+
+
+@pytest.mark.parametrize(
+    ("where", "key"),
+    [("cluster", "disable-compression"), ("exec", "provideClusterInfo")],
+)
+def test_every_boolean_field_is_checked(tmp_path: Path, where: str, key: str) -> None:
+    if where == "cluster":
+        content = config(cluster={key: "false"})
+    else:
+        content = config(user={"exec": {"command": "x", "apiVersion": "v1", key: "false"}})
+    with pytest.raises(CliError, match=key):
+        load(str(write(tmp_path / "k", content)), None, env={}, home=tmp_path)
+
+
+def test_proxy_url_is_kept_for_the_transport(tmp_path: Path) -> None:
+    path = write(tmp_path / "k", config(cluster={"proxy-url": "http://proxy:3128"}))
+    assert load(str(path), None, env={}, home=tmp_path).proxy_url == "http://proxy:3128"

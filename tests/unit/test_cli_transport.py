@@ -23,6 +23,7 @@ from cryptography.x509.oid import NameOID
 from kubectl_fluid.cli.errors import ApiError, CliError, Unreachable
 from kubectl_fluid.cli.kubeconfig import Access, Credentials
 from kubectl_fluid.cli.transport import Api, warning_text
+from tests.connectproxy import ConnectProxy, connect_proxy_running
 
 
 def _cert(
@@ -315,3 +316,46 @@ def test_exec_credential_plugin(server: Server, tmp_path: Path) -> None:
         pytest.raises(CliError, match="please log in"),
     ):
         api.request("GET", "/x")
+
+
+@pytest.fixture
+def connect_proxy() -> Iterator[ConnectProxy]:
+    with connect_proxy_running() as proxy:
+        yield proxy
+
+
+def test_proxy_url_tunnels_tls_through_connect_with_the_servers_name(
+    server: Server, connect_proxy: ConnectProxy
+) -> None:
+    server.replies["/x"] = (200, {"via": "proxy"}, {})
+    proxied = Access(
+        server=server.url,
+        namespace="d",
+        context="t",
+        ca_data=server.ca,
+        proxy_url=f"http://me:pw@127.0.0.1:{connect_proxy.port}",
+        credentials=Credentials(token="t0k"),
+    )
+    with Api(proxied, env={}) as api:
+        assert api.request("GET", "/x") == {"via": "proxy"}
+        assert api.request("GET", "/x") == {"via": "proxy"}
+    # One tunnel (kept alive), to the API server's own host and port; TLS verified end to end.
+    assert connect_proxy.tunnels == [server.url.removeprefix("https://")]
+    assert connect_proxy.auth == ["Basic bWU6cHc="]
+    assert [r["auth"] for r in server.requests] == ["Bearer t0k", "Bearer t0k"]
+
+
+def test_environment_proxy_skips_loopback_as_client_go_does(
+    server: Server, connect_proxy: ConnectProxy
+) -> None:
+    server.replies["/x"] = (200, {"a": 1}, {})
+    env = {"HTTPS_PROXY": f"http://127.0.0.1:{connect_proxy.port}"}
+    with Api(access(server), env=env) as api:
+        assert api.request("GET", "/x") == {"a": 1}
+    assert connect_proxy.tunnels == []
+
+
+def test_a_socks_proxy_is_refused_in_one_line(server: Server) -> None:
+    socks = Access(server=server.url, namespace="d", context="t", proxy_url="socks5://127.0.0.1:1080")
+    with pytest.raises(CliError, match="socks5:// proxy; kubectl fluid supports http:// proxies only"):
+        Api(socks, env={})
