@@ -88,12 +88,12 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         await self._launch(entry)
 
     def _takeover(self, entry: st.MountEntry) -> bool:
-        known = FuseHandle(pid=entry.pid, pod_name=entry.pod_name)
+        known = FuseHandle(pid=entry.pid, pod_name=entry.pod_name, start_time=entry.pid_start_time)
         return self.fuse.takeover(entry.key, self._argv(entry), entry.mnt_path, known)
 
     async def _launch(self, entry: st.MountEntry) -> None:
         handle = await self.fuse.launch(entry.key, self._argv(entry), entry.mnt_path)
-        self._save(st.set_process(self.state, entry.key, pid=handle.pid, pod_name=handle.pod_name))
+        self._save(_record_process(self.state, entry.key, handle))
 
     def _on_fuse_restart(self, key: str) -> None:
         """A restarted FUSE is a new mount: binds into the old one are dead, make them again."""
@@ -102,7 +102,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             return
         handle = self.fuse.handle(key)
         if handle is not None:
-            self._save(st.set_process(self.state, key, pid=handle.pid, pod_name=handle.pod_name))
+            self._save(_record_process(self.state, key, handle))
         self._rebind(entry)
 
     def _rebind(self, entry: st.MountEntry) -> bool:
@@ -303,6 +303,12 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                 os.rmdir(target)  # the CSI spec: the plugin removes what it created at the target
             self._save(st.unpublish(self.state, target))
         return csi_pb2.NodeUnpublishVolumeResponse()
+
+
+def _record_process(state: st.NodeState, key: str, handle: FuseHandle) -> st.NodeState:
+    return st.set_process(
+        state, key, pid=handle.pid, pod_name=handle.pod_name, pid_start_time=handle.start_time
+    )
 
 
 def _require(request: Message, *fields: str) -> None:

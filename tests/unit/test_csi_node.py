@@ -4,6 +4,7 @@ driver and of the FUSE, and nothing left behind."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -405,3 +406,47 @@ def test_a_failed_repeat_of_stage_leaves_the_staged_volume_alone(driver: Driver)
     driver.unstage(volume, staging)
     assert driver.fuse_pids() == []
 
+
+# --- the recorded FUSE pid --------------------------------------------------------------------------
+
+
+def start_time(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+
+
+@pytest.mark.parametrize("record", ["pid-and-start-time", "pid-only"])
+def test_a_recorded_pid_reused_by_another_process_is_not_adopted_nor_signalled(
+    driver: Driver, record: str
+) -> None:
+    volume, staging, target = driver.published("pv-pid")
+    Path(target, "f").write_text("kept")
+    (fuse,) = driver.fuse_pids()
+    (key,) = driver.refcounts()
+    if record == "pid-and-start-time":
+        assert driver.state()["mounts"][key]["pid_start_time"] == start_time(fuse)
+    driver.kill()
+    # The recorded pid now belongs to an unrelated process (a state file written before start
+    # times were recorded has only the pid).
+    sleeper = subprocess.Popen(["sleep", "300"])
+    try:
+        state = driver.state()
+        entry = state["mounts"][key]
+        entry["pid"] = sleeper.pid
+        if record == "pid-only":
+            entry.pop("pid_start_time", None)
+        (driver.root / "state" / names.CSI_STATE_FILE).write_text(json.dumps(state))
+
+        driver.start()
+        assert driver.fuse_starts() == 2, "the recorded pid was adopted as the key's FUSE"
+        entry = driver.state()["mounts"][key]
+        assert entry["pid"] not in (sleeper.pid, fuse)
+        assert entry["pid_start_time"] == start_time(entry["pid"])
+        assert Path(target, "f").read_text() == "kept"  # bound again, into the new FUSE
+        driver.unpublish(volume, target)
+        driver.unstage(volume, staging)
+        assert sleeper.poll() is None, "an unrelated process was signalled"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(fuse, signal.SIGKILL)  # the first FUSE: replaced, its mount detached
