@@ -299,6 +299,7 @@ def test_create_without_capabilities_is_invalid_and_says_which_field(driver: Dri
         ({names.PARAM_FS_PATH: "/a@b"}, names.PARAM_FS_PATH),
         ({names.PARAM_PATH_TYPE: "File"}, names.PARAM_PATH_TYPE),
         ({"io-threads": "-1"}, "io-threads"),
+        ({"io-threads": "9" * 5000}, "io-threads"),  # past Python's int() limit
         ({"no-such-key": "1"}, "no-such-key"),
     ],
 )
