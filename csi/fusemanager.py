@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from csi import mounts, processes
+from csi.errors import FuseUnavailable
+from csi.fusebinary import FLAG, fuse_binary_problem
 from csi.fuserunner import FuseHandle
 
 log = logging.getLogger(__name__)
@@ -156,14 +158,20 @@ class FuseManager:
         Path(proc.mnt_path).mkdir(parents=True, exist_ok=True)
         # Popen, not an asyncio transport: closing the event loop kills a transport's process,
         # and FUSE must outlive the node service.
+        problem = fuse_binary_problem(proc.argv[0])
+        if problem is not None:
+            raise FuseUnavailable(problem)
         with tempfile.TemporaryFile() as errlog:
-            child = subprocess.Popen(
-                proc.argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=errlog,
-                start_new_session=True,
-            )
+            try:
+                child = subprocess.Popen(
+                    proc.argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=errlog,
+                    start_new_session=True,
+                )
+            except OSError as cannot:  # changed since the check, or an interpreter line that fails
+                raise FuseUnavailable(f"{FLAG} {proc.argv[0]}: {cannot.strerror}") from cannot
             proc.child, proc.pid = child, child.pid
             # Read while the child cannot have been reaped (we have not waited): it is this process's.
             proc.start_time = processes.process_start_time(child.pid)

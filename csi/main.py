@@ -14,9 +14,11 @@ import asyncio
 import logging
 import os
 import sys
+from collections.abc import Callable
 
 from csi.backend import LocalBackend
 from csi.controller_service import ControllerServicer
+from csi.fusebinary import fuse_binary_problem
 from csi.fusepods import FusePodManager
 from csi.fuserunner import FuseRunner
 from csi.identity import IdentityServicer
@@ -116,13 +118,29 @@ def build_server(
     return CsiServer(args.endpoint, identity=IdentityServicer(), controller=controller, node=node), node
 
 
+def fuse_check(args: argparse.Namespace) -> Callable[[], str | None]:
+    """Why this node service cannot start FUSE, asked afresh at every readiness probe (so a binary
+    installed later makes it ready); nothing to check unless FUSE runs here (embedded mode)."""
+    if args.mode == "controller" or args.mount_mode != "embedded":
+        return lambda: None
+    program = args.fuse_binary.split()[0]
+    return lambda: fuse_binary_problem(program)
+
+
 async def run(args: argparse.Namespace) -> None:
     mirror = build_mirror(args)
     server, node = build_server(args, mirror)
     recovered = asyncio.Event()
+    fuse_problem = fuse_check(args)
+    if (problem := fuse_problem()) is not None:
+        # Served all the same (unstaging and other keys' volumes need no new FUSE), but not ready,
+        # and every NodeStage that needs a FUSE answers FailedPrecondition with this.
+        log.error("%s", problem)
     health = None
     if args.health_port:
-        health = HealthServer(args.health_host, args.health_port, ready=recovered.is_set)
+        health = HealthServer(
+            args.health_host, args.health_port, ready=lambda: recovered.is_set() and fuse_problem() is None
+        )
         await health.start()
     if mirror is not None:
         mirror.start()

@@ -9,9 +9,12 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -164,10 +167,9 @@ class Driver:
             self.proc.wait(15)
 
 
-@pytest.fixture
-def driver(tmp_path: Path) -> Iterator[Driver]:
-    # Unix socket paths are short: keep the tree under a short directory.
-    d = Driver(tmp_path)
+@contextlib.contextmanager
+def running(d: Driver) -> Iterator[Driver]:
+    """``d`` started; afterwards stopped, with no FUSE process and no mount of its tree left."""
     d.start()
     try:
         yield d
@@ -176,8 +178,14 @@ def driver(tmp_path: Path) -> Iterator[Driver]:
         for pid in d.fuse_pids():
             os.kill(pid, signal.SIGKILL)
         for m in reversed(mounts.mount_table()):
-            if m.mount_point.startswith(str(tmp_path)):
+            if m.mount_point.startswith(str(d.root)):
                 mounts.unmount(m.mount_point, lazy=True)
+
+
+@pytest.fixture
+def driver(tmp_path: Path) -> Iterator[Driver]:
+    with running(Driver(tmp_path)) as d:
+        yield d
 
 
 def leftovers(d: Driver) -> list[str]:
@@ -450,3 +458,56 @@ def test_a_recorded_pid_reused_by_another_process_is_not_adopted_nor_signalled(
         sleeper.wait()
         with contextlib.suppress(ProcessLookupError):
             os.kill(fuse, signal.SIGKILL)  # the first FUSE: replaced, its mount detached
+
+
+# --- the FUSE binary --------------------------------------------------------------------------------
+
+
+def readyz(port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def with_health(root: Path, **kwargs: Any) -> tuple[Driver, int]:
+    """A driver serving /readyz on a free loopback port, and the port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    return Driver(root, extra=("--health-host=127.0.0.1", f"--health-port={port}"), **kwargs), port
+
+
+@pytest.mark.parametrize("problem", ["missing", "not-executable"])
+def test_a_fuse_binary_that_cannot_run_is_named_at_start_and_at_node_stage(
+    tmp_path: Path, problem: str
+) -> None:
+    binary = tmp_path / "opt" / "curvine-fuse"
+    if problem == "not-executable":
+        binary.parent.mkdir()
+        binary.write_text("#!/bin/sh\n")
+    unready, port = with_health(tmp_path, fuse_binary=str(binary))
+    with running(unready) as driver:
+        assert readyz(port) == 503
+        log = (tmp_path / "driver.log").read_text()
+        assert "--fuse-binary" in log
+        assert str(binary) in log
+
+        err = stage_error(driver, driver.create("pv-nofuse"))
+        assert err.code() == grpc.StatusCode.FAILED_PRECONDITION, err.details()
+        assert f"--fuse-binary {binary}" in (err.details() or "")
+        assert driver.refcounts() == {}
+
+        # Installed later: ready, and the volume stages, with no restart.
+        binary.parent.mkdir(exist_ok=True)
+        binary.write_text(f'#!/bin/sh\nexec {STANDIN} "$@"\n')
+        binary.chmod(0o755)
+        assert readyz(port) == 200
+        driver.stage(driver.create("pv-nofuse"))
+
+
+def test_a_working_fuse_binary_is_ready(tmp_path: Path) -> None:
+    ready, port = with_health(tmp_path)
+    with running(ready):
+        assert readyz(port) == 200
