@@ -744,6 +744,22 @@ def test_csi_node_mounts_propagate_to_the_host() -> None:
     assert container_port(driver, driver["livenessProbe"]["httpGet"]["port"]) == args.health_port
 
 
+def test_csi_node_propagates_only_the_drivers_own_directories() -> None:
+    # Bidirectional on all of kubelet's CSI directory would hand this container (and any path a
+    # tenant could make it bind) every other driver's staged volumes.
+    pod = pod_spec(CSI_NODE, "DaemonSet")
+    driver = container_named(pod, "csi-driver")
+    args = driver_args(driver)
+    propagated = {m["mountPath"] for m in driver["volumeMounts"] if m.get("mountPropagation")}
+    assert propagated == {
+        names.fuse_mounts_root(args.mount_root),
+        names.csi_staging_root(args.mount_root),
+        f"{names.KUBELET_ROOT}/pods",
+    }
+    other = f"{args.mount_root}/kubernetes.io/csi/other.csi.example.com/{'0' * 64}/globalmount"
+    assert not [m for m in driver["volumeMounts"] if other.startswith(m["mountPath"].rstrip("/") + "/")]
+
+
 def test_csi_node_registers_its_socket_with_kubelet() -> None:
     pod = pod_spec(CSI_NODE, "DaemonSet")
     driver = container_named(pod, "csi-driver")
