@@ -499,3 +499,14 @@ def test_fluid_csi_serves_until_sigterm_and_leaves_no_socket(short_dir: Path) ->
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_help_says_what_each_mount_mode_survives() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "csi.main", "--help"], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    text = " ".join(run.stdout.split())  # argparse wraps lines
+    assert "embedded: FUSE is a child of this process" in text
+    assert "survives a restart of this process, not of its container" in text
+    assert "standalone: one FUSE pod per mount key" in text
+    assert "survives a restart of this process and of its container" in text
