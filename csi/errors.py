@@ -1,6 +1,7 @@
 """Errors of the driver's pure core, in one place so the gRPC layer maps each to one status code
-without the core importing gRPC: ``InvalidParameter`` → INVALID_ARGUMENT, ``ClientlessVolume`` →
-FAILED_PRECONDITION, ``StateConflict`` → its ``code``, ``StateFileError`` → the node refuses to start."""
+without the core importing gRPC: ``InvalidParameter`` → INVALID_ARGUMENT, ``ClientlessVolume`` and
+``FuseUnavailable`` → FAILED_PRECONDITION, ``StateConflict`` → its ``code``, ``StateFileError`` →
+the node refuses to start."""
 
 from __future__ import annotations
 
@@ -23,6 +24,11 @@ class InvalidParameter(ValueError):
 class ClientlessVolume(Exception):
     """A clientless dataset's PV reached NodeStage: there is no FUSE to mount, the runtime config is
     injected into pods instead. The message tells the user what to do."""
+
+
+class FuseUnavailable(Exception):
+    """No FUSE process can be started on this node as configured (``--fuse-binary`` missing or not
+    executable): the message names the flag and what to do."""
 
 
 class StateConflict(Exception):

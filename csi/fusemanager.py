@@ -5,7 +5,9 @@
 - A FUSE process that dies without being asked to is restarted on a clean mount point and
   ``on_restart(key)`` runs, so the node service re-binds the targets that pointed into the old mount.
 - ``adopt`` takes over a FUSE process a previous node service started (found through the state
-  file): it is watched by polling its pid, since it is not our child.
+  file): only a process that is that FUSE (its recorded start time, ``--mnt-path`` of the key in its
+  command line, csi/processes.py), never whatever now has the recorded pid. It is watched by
+  polling, since it is not our child, and signalled only while it is still that process.
 - ``stop`` asks with SIGTERM (the FUSE process unmounts itself), then insists, and finally detaches a
   mount that is still there, so neither a process nor a mount leaks.
 """
@@ -15,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import signal
 import subprocess
 import tempfile
@@ -24,7 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from csi import mounts
+from csi import mounts, processes
+from csi.errors import FuseUnavailable
+from csi.fusebinary import FLAG, fuse_binary_problem
 from csi.fuserunner import FuseHandle
 
 log = logging.getLogger(__name__)
@@ -42,18 +45,7 @@ def is_fuse_mount(path: str) -> bool:
 
 
 def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie still answers signal 0; it is gone as far as serving a mount goes.
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+    return processes.running(pid)
 
 
 @dataclass
@@ -62,6 +54,8 @@ class FuseProcess:
     argv: list[str]
     mnt_path: str
     pid: int
+    # The process's start time: with the pid, what tells it from a later process with its pid.
+    start_time: int | None = None
     child: subprocess.Popen[bytes] | None = None
     stopping: bool = False
     restarts: int = 0
@@ -82,13 +76,18 @@ class FuseManager:
 
     def handle(self, key: str) -> FuseHandle | None:
         proc = self.processes.get(key)
-        return None if proc is None else FuseHandle(pid=proc.pid)
+        return None if proc is None else FuseHandle(pid=proc.pid, start_time=proc.start_time)
 
     async def launch(self, key: str, argv: list[str], mnt_path: str) -> FuseHandle:
-        return FuseHandle(pid=await self.start(key, argv, mnt_path))
+        await self.start(key, argv, mnt_path)
+        handle = self.handle(key)
+        assert handle is not None  # started just now
+        return handle
 
     def takeover(self, key: str, argv: list[str], mnt_path: str, handle: FuseHandle) -> bool:
-        return bool(handle.pid) and self.adopt(key, argv, mnt_path, handle.pid or 0)
+        if not handle.pid:
+            return False
+        return self.adopt(key, argv, mnt_path, handle.pid, start_time=handle.start_time)
 
     # ------------------------------------------------------------------ processes
 
@@ -102,12 +101,23 @@ class FuseManager:
         proc.watcher = asyncio.create_task(self._watch(proc))
         return proc.pid
 
-    def adopt(self, key: str, argv: list[str], mnt_path: str, pid: int) -> bool:
-        """Take over a live FUSE process from an earlier node service; False if it is gone or its
-        mount is not serving (the caller then starts a fresh one)."""
-        if not pid_alive(pid) or not is_fuse_mount(mnt_path) or mounts.is_broken(mnt_path):
+    def adopt(
+        self, key: str, argv: list[str], mnt_path: str, pid: int, *, start_time: int | None = None
+    ) -> bool:
+        """Take over a live FUSE process from an earlier node service; False if it is gone, is not
+        this key's FUSE (a reused pid: another start time, no ``--mnt-path`` of ``mnt_path``) or its
+        mount is not serving (the caller then starts a fresh one). ``start_time`` None (a state file
+        from before start times were recorded) leaves the command line to tell."""
+        if not processes.serves(pid, start_time, mnt_path):
+            if processes.running(pid):
+                log.warning("recorded FUSE pid %d is another process now", pid, extra={"mount_key": key})
             return False
-        proc = FuseProcess(key, argv, mnt_path, pid=pid)
+        if not is_fuse_mount(mnt_path) or mounts.is_broken(mnt_path):
+            return False
+        started = processes.process_start_time(pid)
+        if started is None or (start_time is not None and started != start_time):
+            return False  # it ended meanwhile
+        proc = FuseProcess(key, argv, mnt_path, pid=pid, start_time=started)
         self.processes[key] = proc
         proc.watcher = asyncio.create_task(self._watch(proc))
         log.info("adopted FUSE", extra={"mount_key": key, "pid": pid})
@@ -148,15 +158,23 @@ class FuseManager:
         Path(proc.mnt_path).mkdir(parents=True, exist_ok=True)
         # Popen, not an asyncio transport: closing the event loop kills a transport's process,
         # and FUSE must outlive the node service.
+        problem = fuse_binary_problem(proc.argv[0])
+        if problem is not None:
+            raise FuseUnavailable(problem)
         with tempfile.TemporaryFile() as errlog:
-            child = subprocess.Popen(
-                proc.argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=errlog,
-                start_new_session=True,
-            )
+            try:
+                child = subprocess.Popen(
+                    proc.argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=errlog,
+                    start_new_session=True,
+                )
+            except OSError as cannot:  # changed since the check, or an interpreter line that fails
+                raise FuseUnavailable(f"{FLAG} {proc.argv[0]}: {cannot.strerror}") from cannot
             proc.child, proc.pid = child, child.pid
+            # Read while the child cannot have been reaped (we have not waited): it is this process's.
+            proc.start_time = processes.process_start_time(child.pid)
             self.starts += 1
             deadline = time.monotonic() + START_TIMEOUT
             while not is_fuse_mount(proc.mnt_path):
@@ -175,17 +193,14 @@ class FuseManager:
 
     async def _watch(self, proc: FuseProcess) -> None:
         while True:
-            while (proc.child.poll() is None if proc.child else pid_alive(proc.pid)) and not mounts.is_broken(
-                proc.mnt_path
-            ):
+            while _alive(proc) and not mounts.is_broken(proc.mnt_path):
                 await asyncio.sleep(self.poll)
             if proc.stopping:
                 return
             proc.restarts += 1
             log.warning("FUSE died; remounting", extra={"mount_key": proc.key, "restarts": proc.restarts})
-            with contextlib.suppress(ProcessLookupError):
-                if proc.child is None:
-                    os.kill(proc.pid, signal.SIGKILL)
+            if proc.child is None:
+                _signal(proc, signal.SIGKILL)  # an adopted FUSE that hangs on a broken mount
             try:
                 await self._launch(proc)
             except asyncio.CancelledError:
@@ -208,18 +223,28 @@ def _notify(on_restart: Callable[[str], None] | None, key: str) -> None:
         log.exception("re-binding after a FUSE restart of mount key %s failed", key)
 
 
-async def _terminate(proc: FuseProcess) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(proc.pid, signal.SIGTERM)
+def _alive(proc: FuseProcess) -> bool:
+    if proc.child is not None:
+        return proc.child.poll() is None
+    return processes.running(proc.pid, proc.start_time)
 
-    def alive() -> bool:
-        return proc.child.poll() is None if proc.child is not None else pid_alive(proc.pid)
 
-    deadline = time.monotonic() + STOP_TIMEOUT
-    while alive() and time.monotonic() < deadline:
-        await asyncio.sleep(0.02)
-    if alive():
+def _signal(proc: FuseProcess, sig: int) -> None:
+    """Signal ``proc``: our child through its Popen (which never signals a reaped pid), an adopted
+    process only while it is still the process adopted."""
+    if proc.child is not None:
         with contextlib.suppress(ProcessLookupError):
-            os.kill(proc.pid, signal.SIGKILL)
-        while alive():
+            proc.child.send_signal(sig)
+    elif proc.start_time is not None:
+        processes.signal_process(proc.pid, proc.start_time, sig)
+
+
+async def _terminate(proc: FuseProcess) -> None:
+    _signal(proc, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT
+    while _alive(proc) and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    if _alive(proc):
+        _signal(proc, signal.SIGKILL)
+        while _alive(proc):
             await asyncio.sleep(0.02)

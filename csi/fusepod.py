@@ -2,20 +2,33 @@
 
 The node service creates it pinned to its own node; the pod mounts FUSE at the same host path the
 embedded mode would use, through a hostPath volume with Bidirectional propagation, so the mount is
-visible to the node service (and from there bind-mounted into application pods). A pure function:
-the node service's FusePodManager sends what this returns.
+visible to the node service (and from there bind-mounted into application pods). ``env`` and
+``host_paths`` are what the FUSE program needs beside its flags (its configuration; the stand-in's
+data directory); a host path is mounted at the same path. A pure function: the node service's
+FusePodManager sends what this returns.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from kubectl_fluid.api import names
 
 
-def fuse_pod(node: str, mount_key: str, argv: list[str], mnt_path: str, image: str) -> dict[str, Any]:
+def fuse_pod(
+    node: str,
+    mount_key: str,
+    argv: list[str],
+    mnt_path: str,
+    image: str,
+    *,
+    env: Sequence[tuple[str, str]] = (),
+    host_paths: Sequence[str] = (),
+) -> dict[str, Any]:
     key_dir = os.path.dirname(mnt_path)
+    extra = [(f"host-{i}", path) for i, path in enumerate(host_paths)]
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -42,16 +55,19 @@ def fuse_pod(node: str, mount_key: str, argv: list[str], mnt_path: str, image: s
                     "name": names.FUSE_POD_CONTAINER,
                     "image": image,
                     "command": argv,
+                    "env": [{"name": name, "value": value} for name, value in env],
                     "securityContext": {"privileged": True},
                     "volumeMounts": [
                         {"name": "mount-key", "mountPath": key_dir, "mountPropagation": "Bidirectional"},
                         {"name": "dev-fuse", "mountPath": "/dev/fuse"},
+                        *({"name": name, "mountPath": path} for name, path in extra),
                     ],
                 }
             ],
             "volumes": [
                 {"name": "mount-key", "hostPath": {"path": key_dir, "type": "DirectoryOrCreate"}},
                 {"name": "dev-fuse", "hostPath": {"path": "/dev/fuse", "type": "CharDevice"}},
+                *({"name": name, "hostPath": {"path": path, "type": "Directory"}} for name, path in extra),
             ],
         },
     }

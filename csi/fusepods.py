@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,11 +54,14 @@ class FusePodManager:
         image: str,
         on_restart: Callable[[str], None] | None = None,
         *,
+        env: Sequence[tuple[str, str]] = (),
+        host_paths: Sequence[str] = (),
         poll: float = 0.5,
         start_timeout: float = 180.0,  # an image pull on a fresh node
         stop_timeout: float = 60.0,
     ) -> None:
         self.node, self.connect, self.image = node, connect, image
+        self.env, self.host_paths = tuple(env), tuple(host_paths)
         self.on_restart = on_restart
         self.poll, self.start_timeout, self.stop_timeout = poll, start_timeout, stop_timeout
         self.pods: dict[str, FusePod] = {}
@@ -134,14 +137,17 @@ class FusePodManager:
 
     # ------------------------------------------------------------------ pods
 
+    def pod_body(self, key: str, argv: list[str], mnt_path: str) -> dict[str, Any]:
+        """The FUSE pod of ``key`` as this manager creates it."""
+        return fuse_pod(self.node, key, argv, mnt_path, self.image, env=self.env, host_paths=self.host_paths)
+
     async def _launch(self, pod: FusePod) -> None:
         if (mounts.mounted_at(pod.mnt_path) and not is_fuse_mount(pod.mnt_path)) or mounts.is_broken(
             pod.mnt_path
         ):
             with contextlib.suppress(mounts.MountError):
                 mounts.unmount(pod.mnt_path, lazy=True)
-        body = fuse_pod(self.node, pod.key, pod.argv, pod.mnt_path, self.image)
-        await self._create(body)
+        await self._create(self.pod_body(pod.key, pod.argv, pod.mnt_path))
         self.starts += 1
         deadline = time.monotonic() + self.start_timeout
         next_check = 0.0

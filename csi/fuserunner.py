@@ -12,10 +12,12 @@ from typing import Protocol
 
 @dataclass(frozen=True)
 class FuseHandle:
-    """How to find a running FUSE again after a restart: its pid (embedded) or its pod (standalone)."""
+    """How to find a running FUSE again after a restart: its pid and the start time of that process
+    (embedded; the pid alone may have been reused) or its pod (standalone)."""
 
     pid: int | None = None
     pod_name: str | None = None
+    start_time: int | None = None
 
 
 class FuseRunner(Protocol):

@@ -5,6 +5,18 @@ local runs). The node service mirrors its mounts to FuseMount objects unless ``-
 
 The controller's filesystem backend is the local directory tree the FUSE stand-in serves
 (``--backend-root``): the repository has no Curvine client, so that is the only backend there is.
+
+Mount modes (``--mount-mode``) and what each survives:
+
+- ``embedded``: FUSE is a child of this process, in a session of its own. It survives a restart of
+  this process, not of its container: a container's end takes its pid namespace and cgroup, and
+  with them every FUSE in them, so every volume on the node breaks until the node service is back
+  and has remounted them (pods then see the volume again, through new binds). The default of the
+  command: for a node service run on the host (``make up``, tests).
+- ``standalone``: one FUSE pod per mount key on this node, created through the API server. It
+  survives a restart of this process and of its container (an upgrade of the DaemonSet): the
+  restarted node service adopts the pods and their mounts. The manifests' default, as Curvine
+  recommends for production. Needs the API server to start a FUSE (not to keep one running).
 """
 
 from __future__ import annotations
@@ -13,10 +25,13 @@ import argparse
 import asyncio
 import logging
 import os
+import re
 import sys
+from collections.abc import Callable
 
 from csi.backend import LocalBackend
 from csi.controller_service import ControllerServicer
+from csi.fusebinary import fuse_binary_problem
 from csi.fusepods import FusePodManager
 from csi.fuserunner import FuseRunner
 from csi.identity import IdentityServicer
@@ -29,6 +44,7 @@ from kubectl_fluid.health import HealthServer
 from kubectl_fluid.kube import client
 
 log = logging.getLogger("csi")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 MODES = ("controller", "node", "all")
 
@@ -58,12 +74,31 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--mount-mode",
         choices=["embedded", "standalone"],
         default="embedded",
-        help="embedded: FUSE is this process's child; standalone: one FUSE pod per mount key",
+        help="embedded: FUSE is a child of this process; it survives a restart of this process, not of "
+        "its container (default). standalone: one FUSE pod per mount key; it survives a restart of "
+        "this process and of its container (the manifests' default)",
     )
     p.add_argument(
         "--fuse-image",
         default=os.environ.get("FUSE_IMAGE", "kubectl-fluid:latest"),
         help="standalone: the image of the FUSE pods (it must hold --fuse-binary)",
+    )
+    p.add_argument(
+        "--fuse-env",
+        action="append",
+        default=[],
+        type=_env_var,
+        metavar="NAME=VALUE",
+        help="standalone: an environment variable of the FUSE pods (repeatable)",
+    )
+    p.add_argument(
+        "--fuse-host-path",
+        action="append",
+        default=[],
+        type=_host_path,
+        metavar="DIR",
+        help="standalone: a host directory the FUSE pods mount at the same path, e.g. the FUSE "
+        "program's configuration or the stand-in's data (repeatable)",
     )
     p.add_argument("--kubeconfig", help="for the FuseMount mirror (default: KUBECONFIG, then in-cluster)")
     p.add_argument(
@@ -84,6 +119,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def _env_var(value: str) -> tuple[str, str]:
+    name, sep, text = value.partition("=")
+    if not sep or not _ENV_NAME.fullmatch(name):
+        raise argparse.ArgumentTypeError(f"{value!r} is not NAME=VALUE with a C identifier for NAME")
+    return name, text
+
+
+def _host_path(value: str) -> str:
+    if not os.path.isabs(value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not an absolute path")
+    return os.path.normpath(value)
+
+
 def build_mirror(args: argparse.Namespace) -> MirrorPublisher | None:
     if args.mode == "controller" or not args.mirror:
         return None
@@ -93,7 +141,13 @@ def build_mirror(args: argparse.Namespace) -> MirrorPublisher | None:
 def build_fuse_runner(args: argparse.Namespace) -> FuseRunner | None:
     if args.mount_mode != "standalone":
         return None  # the node service's default: embedded
-    return FusePodManager(args.node_id, lambda: client.connect(args.kubeconfig), args.fuse_image)
+    return FusePodManager(
+        args.node_id,
+        lambda: client.connect(args.kubeconfig),
+        args.fuse_image,
+        env=tuple(args.fuse_env),
+        host_paths=tuple(args.fuse_host_path),
+    )
 
 
 def build_server(
@@ -116,13 +170,29 @@ def build_server(
     return CsiServer(args.endpoint, identity=IdentityServicer(), controller=controller, node=node), node
 
 
+def fuse_check(args: argparse.Namespace) -> Callable[[], str | None]:
+    """Why this node service cannot start FUSE, asked afresh at every readiness probe (so a binary
+    installed later makes it ready); nothing to check unless FUSE runs here (embedded mode)."""
+    if args.mode == "controller" or args.mount_mode != "embedded":
+        return lambda: None
+    program = args.fuse_binary.split()[0]
+    return lambda: fuse_binary_problem(program)
+
+
 async def run(args: argparse.Namespace) -> None:
     mirror = build_mirror(args)
     server, node = build_server(args, mirror)
     recovered = asyncio.Event()
+    fuse_problem = fuse_check(args)
+    if (problem := fuse_problem()) is not None:
+        # Served all the same (unstaging and other keys' volumes need no new FUSE), but not ready,
+        # and every NodeStage that needs a FUSE answers FailedPrecondition with this.
+        log.error("%s", problem)
     health = None
     if args.health_port:
-        health = HealthServer(args.health_host, args.health_port, ready=recovered.is_set)
+        health = HealthServer(
+            args.health_host, args.health_port, ready=lambda: recovered.is_set() and fuse_problem() is None
+        )
         await health.start()
     if mirror is not None:
         mirror.start()

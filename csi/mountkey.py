@@ -48,16 +48,23 @@ def staging_path(root: str, volume_handle: str) -> str:
     return names.csi_staging_path(volume_handle, root)
 
 
-def pod_sub_path(mnt_path: str, fs_path: str, curvine_path: str) -> str:
-    """The host directory to bind into pods for a volume: the FUSE mount serves ``fs_path`` at
-    ``mnt_path``, so the volume's ``curvine_path`` is found at mnt-path + (curvine-path relative to
-    fs-path); with fs-path ``/`` that is mnt-path + curvine-path. A curvine-path outside fs-path is
-    refused: the FUSE cannot reach it."""
+def volume_dir(fs_path: str, curvine_path: str) -> str:
+    """A volume's directory relative to its FUSE mount's root ("" for the whole mount, else starting
+    with "/"): the FUSE mount serves ``fs_path``, so that is ``curvine_path`` relative to ``fs_path``.
+    A curvine-path outside fs-path is refused: the FUSE cannot reach it."""
     fs_root = normalize_path(fs_path, names.PARAM_FS_PATH)
     path = normalize_path(curvine_path, names.PARAM_CURVINE_PATH)
     below = relative_to(path, fs_root)
     if below is None:
         raise InvalidParameter(names.PARAM_CURVINE_PATH, f"{path} is outside {names.PARAM_FS_PATH} {fs_root}")
+    return below
+
+
+def pod_sub_path(mnt_path: str, fs_path: str, curvine_path: str) -> str:
+    """The host directory to bind into pods for a volume: mnt-path + ``volume_dir``; with fs-path
+    ``/`` that is mnt-path + curvine-path. (A name for messages: binds resolve ``volume_dir``
+    beneath the mount instead, csi/beneath.py.)"""
+    below = volume_dir(fs_path, curvine_path)
     base = mnt_path.rstrip("/") or "/"
     if not below:
         return base

@@ -14,6 +14,7 @@ is what makes 50 concurrent stages of one key start exactly one FUSE.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 from collections.abc import Callable
@@ -22,13 +23,13 @@ from pathlib import Path
 import grpc
 from google.protobuf.message import Message
 
-from csi import mounts, statefile
+from csi import beneath, mounts, statefile
 from csi import state as st
 from csi.controller_service import KeyedLocks
 from csi.fusecmd import fuse_argv
 from csi.fusemanager import FuseManager
 from csi.fuserunner import FuseHandle, FuseRunner
-from csi.mountkey import fuse_mount_dir, mount_key, pod_sub_path
+from csi.mountkey import fuse_mount_dir, mount_key, volume_dir
 from csi.proto import csi_pb2, csi_pb2_grpc
 from csi.rpcerrors import Context, RpcFailure, required, rpc
 from csi.volumes import parse_volume_context
@@ -87,12 +88,12 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         await self._launch(entry)
 
     def _takeover(self, entry: st.MountEntry) -> bool:
-        known = FuseHandle(pid=entry.pid, pod_name=entry.pod_name)
+        known = FuseHandle(pid=entry.pid, pod_name=entry.pod_name, start_time=entry.pid_start_time)
         return self.fuse.takeover(entry.key, self._argv(entry), entry.mnt_path, known)
 
     async def _launch(self, entry: st.MountEntry) -> None:
         handle = await self.fuse.launch(entry.key, self._argv(entry), entry.mnt_path)
-        self._save(st.set_process(self.state, entry.key, pid=handle.pid, pod_name=handle.pod_name))
+        self._save(_record_process(self.state, entry.key, handle))
 
     def _on_fuse_restart(self, key: str) -> None:
         """A restarted FUSE is a new mount: binds into the old one are dead, make them again."""
@@ -101,28 +102,51 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             return
         handle = self.fuse.handle(key)
         if handle is not None:
-            self._save(st.set_process(self.state, key, pid=handle.pid, pod_name=handle.pod_name))
+            self._save(_record_process(self.state, key, handle))
         self._rebind(entry)
 
     def _rebind(self, entry: st.MountEntry) -> bool:
-        """Bind every staging path and target of ``entry`` again where broken. One that fails (its
-        directory gone from the cache, say) is logged and does not keep the others from their
-        mounts; returns whether all are whole."""
+        """Bind every staging path and target of ``entry`` again where it does not show the volume's
+        directory in the key's current FUSE mount (broken, gone, or a bind into an older mount). One
+        that fails (its directory gone from the cache, or a symlink now) is logged and does not keep
+        the others from their mounts; returns whether all are whole."""
         whole = True
         for volume_id, volume in entry.volumes.items():
-            binds = [(self._volume_source(entry, volume_id), volume.staging_path, False)]
-            binds += [(volume.staging_path, t, p.readonly) for t, p in volume.targets.items()]
+            binds: list[tuple[str, str, bool]] = []
+            try:
+                self._bind_staging(entry, volume_id)
+                binds = [(volume.staging_path, t, p.readonly) for t, p in volume.targets.items()]
+            except (RpcFailure, mounts.MountError, OSError) as err:
+                whole = False
+                # Its targets would only show the empty staging directory: leave them unbound.
+                log.error("re-binding volume %s failed: %s", volume_id, err, extra={"mount_key": entry.key})
             for source, target, readonly in binds:
                 try:
-                    _fresh_bind(source, target, readonly=readonly)
+                    _bind_from(source, target, readonly=readonly)
                 except (mounts.MountError, OSError) as err:
                     whole = False
                     log.error("re-binding %s failed: %s", target, err, extra={"mount_key": entry.key})
         return whole
 
-    def _volume_source(self, entry: st.MountEntry, volume_id: str) -> str:
-        curvine_path = entry.volumes[volume_id].curvine_path or entry.params.fs_path
-        return pod_sub_path(entry.mnt_path, entry.params.fs_path, curvine_path)
+    def _bind_staging(self, entry: st.MountEntry, volume_id: str) -> bool:
+        """Make the volume's staging path show its directory in the key's FUSE mount, resolved
+        beneath the mount without following symlinks; kept when it already does. Returns whether
+        a bind was made. FAILED_PRECONDITION naming the path when the directory cannot be used."""
+        volume = entry.volumes[volume_id]
+        curvine_path = volume.curvine_path or entry.params.fs_path
+        try:
+            fd = beneath.open_beneath(entry.mnt_path, volume_dir(entry.params.fs_path, curvine_path))
+        except beneath.UnsafePath as err:
+            raise _refused(curvine_path, err) from None
+        try:
+            if _shows(volume.staging_path, os.fstat(fd)):
+                return False
+            _detach(volume.staging_path)
+            Path(volume.staging_path).mkdir(parents=True, exist_ok=True)
+            mounts.bind(beneath.fd_path(fd), volume.staging_path)
+            return True
+        finally:
+            os.close(fd)
 
     async def recover(self) -> None:
         """After a restart: adopt or restart every FUSE with staged volumes, re-bind what broke,
@@ -183,6 +207,9 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         volume = parse_volume_context(dict(request.volume_context))
         key = mount_key(volume.params)
         async with self.locks.hold(key):
+            # A repeated call (kubelet retries) finds the volume recorded: if it fails, it must
+            # not take away what an earlier call staged.
+            added = self.state.key_of_volume(volume_id) is None
             new, _ = st.stage(
                 self.state,
                 key,
@@ -195,22 +222,16 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                 now=st.timestamp(),
             )
             self._save(new)
+            bound = False
             try:
                 await self._ensure_fuse(key)
-                entry = self.state.mounts[key]
-                source = pod_sub_path(entry.mnt_path, entry.params.fs_path, volume.curvine_path)
-                if not os.path.isdir(source):
-                    raise RpcFailure(
-                        grpc.StatusCode.FAILED_PRECONDITION,
-                        f"{names.PARAM_CURVINE_PATH} {volume.curvine_path} does not exist in the cache "
-                        "filesystem: create it (path-type DirectoryOrCreate does) or fix the PV",
-                    )
-                if not mounts.mounted_at(staging):
-                    Path(staging).mkdir(parents=True, exist_ok=True)
-                    mounts.bind(source, staging)
+                bound = self._bind_staging(self.state.mounts[key], volume_id)
                 self._save(st.set_phase(self.state, key, "Ready", now=st.timestamp()))
             except BaseException:
-                await self._undo_stage(key, volume_id)
+                if added:
+                    if bound:
+                        _detach(staging)
+                    await self._undo_stage(key, volume_id)
                 raise
         return csi_pb2.NodeStageVolumeResponse()
 
@@ -260,9 +281,12 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         async with self.locks.hold(key):
             pod_uid = request.volume_context.get(POD_UID_KEY) or None
             new = st.publish(self.state, volume_id, target, request.readonly, pod_uid)
-            if not mounts.mounted_at(target):
-                Path(target).mkdir(parents=True, exist_ok=True)
-                mounts.bind(staging, target, readonly=request.readonly)
+            entry = self.state.mounts[key]
+            if entry.volumes[volume_id].staging_path == staging:
+                # A staging bind into a FUSE that died (ENOTCONN) would be published as it is:
+                # kubelet does not stage again for a new pod, so mend it here.
+                self._bind_staging(entry, volume_id)
+            _bind_from(staging, target, readonly=request.readonly)
             self._save(new)
         return csi_pb2.NodePublishVolumeResponse()
 
@@ -279,6 +303,12 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                 os.rmdir(target)  # the CSI spec: the plugin removes what it created at the target
             self._save(st.unpublish(self.state, target))
         return csi_pb2.NodeUnpublishVolumeResponse()
+
+
+def _record_process(state: st.NodeState, key: str, handle: FuseHandle) -> st.NodeState:
+    return st.set_process(
+        state, key, pid=handle.pid, pod_name=handle.pod_name, pid_start_time=handle.start_time
+    )
 
 
 def _require(request: Message, *fields: str) -> None:
@@ -306,9 +336,39 @@ def _remove_empty(mnt_path: str) -> None:
             os.rmdir(directory)
 
 
-def _fresh_bind(source: str, target: str, readonly: bool) -> None:
-    if mounts.mounted_at(target) and not mounts.is_broken(target):
+def _shows(path: str, directory: os.stat_result) -> bool:
+    """Whether a mount at ``path`` serves ``directory`` (same device and inode): a bind into a dead
+    FUSE fails to stat, one into an older FUSE mount has another device number."""
+    if not mounts.mounted_at(path):
+        return False
+    try:
+        seen = os.stat(path)
+    except OSError:
+        return False
+    return (seen.st_dev, seen.st_ino) == (directory.st_dev, directory.st_ino)
+
+
+def _bind_from(source: str, target: str, readonly: bool) -> None:
+    """Bind ``source`` (the driver's own staging path) at ``target`` unless it is already there."""
+    if _shows(target, os.stat(source)):
         return
     _detach(target)
     Path(target).mkdir(parents=True, exist_ok=True)
     mounts.bind(source, target, readonly=readonly)
+
+
+_ADVICE = {
+    errno.ENOENT: "create it (path-type DirectoryOrCreate does) or fix the PV",
+    errno.ELOOP: "a volume's directory and the directories above it must be directories in the cache "
+    "filesystem, not symbolic links: replace the link with a directory",
+    errno.EXDEV: "a volume's directory must lie in the cache filesystem itself",
+    errno.ENOTDIR: "a volume's directory must be a directory",
+}
+
+
+def _refused(curvine_path: str, err: beneath.UnsafePath) -> RpcFailure:
+    advice = _ADVICE.get(err.errno, "check the cache filesystem and its FUSE mount")
+    return RpcFailure(
+        grpc.StatusCode.FAILED_PRECONDITION,
+        f"{names.PARAM_CURVINE_PATH} {curvine_path}: {err.path} {err.reason}; not binding it: {advice}",
+    )

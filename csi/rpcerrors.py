@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import grpc
 
 from csi.backend import BackendPathError
-from csi.errors import ClientlessVolume, InvalidParameter, StateConflict
+from csi.errors import ClientlessVolume, FuseUnavailable, InvalidParameter, StateConflict
 
 log = logging.getLogger("csi")
 
@@ -44,7 +44,7 @@ def _status(err: Exception) -> tuple[grpc.StatusCode, str] | None:
         return err.code, err.message
     if isinstance(err, InvalidParameter | BackendPathError):
         return grpc.StatusCode.INVALID_ARGUMENT, str(err)
-    if isinstance(err, ClientlessVolume):
+    if isinstance(err, ClientlessVolume | FuseUnavailable):
         return grpc.StatusCode.FAILED_PRECONDITION, str(err)
     if isinstance(err, StateConflict):
         return grpc.StatusCode[err.code], str(err)

@@ -53,6 +53,9 @@ class MountEntry(_Record):
     # RFC 3339 time of the last phase change, when the caller supplied one.
     phase_time: str | None = None
     pid: int | None = None
+    # The FUSE process's start time (/proc/PID/stat field 22): a pid alone may have been reused.
+    # Absent from state files written before it was recorded.
+    pid_start_time: int | None = None
     pod_name: str | None = None
     volumes: Mapping[str, VolumeEntry] = {}
 
@@ -227,14 +230,20 @@ def set_phase(state: NodeState, key: str, phase: FuseMountPhase, *, now: str | N
 
 
 def set_process(
-    state: NodeState, key: str, *, pid: int | None = None, pod_name: str | None = None
+    state: NodeState,
+    key: str,
+    *,
+    pid: int | None = None,
+    pod_name: str | None = None,
+    pid_start_time: int | None = None,
 ) -> NodeState:
-    """Record the FUSE process (embedded: ``pid``) or pod (standalone: ``pod_name``) of mount ``key``;
-    both None when it is gone. Unknown key or nothing new: unchanged."""
+    """Record the FUSE process (embedded: ``pid`` and its ``pid_start_time``) or pod (standalone:
+    ``pod_name``) of mount ``key``; all None when it is gone. Unknown key or nothing new: unchanged."""
     entry = state.mounts.get(key)
-    if entry is None or (entry.pid, entry.pod_name) == (pid, pod_name):
+    process = {"pid": pid, "pod_name": pod_name, "pid_start_time": pid_start_time}
+    if entry is None or (entry.pid, entry.pod_name, entry.pid_start_time) == (pid, pod_name, pid_start_time):
         return state
-    return _put(state, entry.model_copy(update={"pid": pid, "pod_name": pod_name}))
+    return _put(state, entry.model_copy(update=process))
 
 
 def _put(state: NodeState, entry: MountEntry) -> NodeState:

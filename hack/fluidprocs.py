@@ -203,6 +203,9 @@ def ensure_csi_nodes(cluster: Cluster) -> None:
                 f"--state-dir={root / 'state'}",
                 f"--mount-root={kubelet_root / 'plugins'}",
                 f"--fuse-binary={sys.executable} -m csi.fusestandin",
+                # Named, not left to the default: node services run here as host processes, where an
+                # embedded FUSE outlives a restart (the manifests run standalone, for containers).
+                "--mount-mode=embedded",
                 f"--kubeconfig={kubeconfig}",
                 "--health-host=127.0.0.1",
                 f"--health-port={port}",

@@ -313,9 +313,14 @@ def volume_handle(cluster: str, fs_path: str, pv_name: str) -> str:
     return f"{cluster}@{fs_path}@{pv_name}"
 
 
+def fuse_mounts_root(plugins_root: str = KUBELET_PLUGINS_ROOT) -> str:
+    """Host directory holding every mount key's directory: the driver's own."""
+    return f"{plugins_root}/kubernetes.io/csi/curvine"
+
+
 def fuse_mount_key_dir(mount_key: str, plugins_root: str = KUBELET_PLUGINS_ROOT) -> str:
     """Host directory owned by one mount key (the FUSE mount point lives inside it)."""
-    return f"{plugins_root}/kubernetes.io/csi/curvine/{mount_key}"
+    return f"{fuse_mounts_root(plugins_root)}/{mount_key}"
 
 
 def fuse_mount_path(mount_key: str, plugins_root: str = KUBELET_PLUGINS_ROOT) -> str:
@@ -327,11 +332,16 @@ def fuse_flag(param: str) -> str:
     return f"--{param}"
 
 
+def csi_staging_root(plugins_root: str = KUBELET_PLUGINS_ROOT) -> str:
+    """kubelet's directory of this driver's staging paths (other drivers' are beside it)."""
+    return f"{plugins_root}/kubernetes.io/csi/{CSI_DRIVER}"
+
+
 def csi_staging_path(volume_handle: str, plugins_root: str = KUBELET_PLUGINS_ROOT) -> str:
     """Where kubelet (1.24+) stages a CSI volume: a per-driver directory named by the hex sha256 of
     the volume handle. Used by the local kubelet stand-in and tests, so they stage where kubelet would."""
     digest = hashlib.sha256(volume_handle.encode()).hexdigest()
-    return f"{plugins_root}/kubernetes.io/csi/{CSI_DRIVER}/{digest}/globalmount"
+    return f"{csi_staging_root(plugins_root)}/{digest}/globalmount"
 
 
 def csi_publish_target(pod_uid: str, pv_name: str, kubelet_root: str = KUBELET_ROOT) -> str:

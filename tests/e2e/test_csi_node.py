@@ -366,19 +366,45 @@ def test_kubelet_calls_succeed_while_the_api_server_is_unreachable_and_the_mirro
         eventually(lambda: fusemounts(k8s, csi_node.name) == [], "the FuseMount deleted after the outage", 10)
 
 
+def failed_mount(core: client.CoreV1Api, namespace: str, pod: str) -> str:
+    """The message of the pod's FailedMount Event, "" while there is none."""
+    events = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={pod}").items
+    return next((str(e.message) for e in events if e.reason == "FailedMount"), "")
+
+
 @pytest.mark.usefixtures("kubelet", "cleanup_pv")
 def test_a_clientless_datasets_pv_is_refused_and_the_pod_says_why(
     core: client.CoreV1Api, namespace: str, csi_node: CsiNode
 ) -> None:
     static_pv(core, namespace, csi_node, **{names.VOLUME_ATTR_CLIENTLESS: "true"})
     pod_using_pvc(core, namespace, "app", csi_node.name)
-
-    def failed_mount() -> str:
-        events = core.list_namespaced_event(namespace, field_selector="involvedObject.name=app").items
-        return next((str(e.message) for e in events if e.reason == "FailedMount"), "")
-
-    message = eventually(failed_mount, "a FailedMount Event on the pod", timeout=30)
+    message = eventually(lambda: failed_mount(core, namespace, "app"), "a FailedMount Event on the pod", 30)
     assert "FailedPrecondition" in message
     assert names.LABEL_INJECT in message, message
     assert csi_node.mounts() == []
     assert csi_node.fuse_pids() == []
+
+
+@pytest.mark.usefixtures("kubelet", "cleanup_pv")
+def test_a_symlink_at_a_volumes_directory_is_refused_and_the_pod_says_where(
+    core: client.CoreV1Api, namespace: str, csi_node: CsiNode
+) -> None:
+    static_pv(core, namespace, csi_node)
+    # A tenant replaced the volume's directory in the cache with a link to a host directory.
+    secrets = csi_node.root / "host-secrets"
+    secrets.mkdir()
+    (secrets / "token").write_text("a service account token")
+    directory = csi_node.data / names.cluster_id(MASTERS) / namespace
+    directory.rmdir()
+    directory.symlink_to(secrets)
+    pod_using_pvc(core, namespace, "app", csi_node.name)
+
+    message = eventually(lambda: failed_mount(core, namespace, "app"), "a FailedMount Event on the pod", 30)
+    assert "FailedPrecondition" in message, message
+    assert f"{names.PARAM_CURVINE_PATH} /{namespace}" in message, message
+    assert "symbolic link" in message, message
+    staging_root = names.csi_staging_root(str(csi_node.kubelet_root / "plugins"))
+    assert [p for p in csi_node.mounts() if p.startswith(staging_root)] == []
+    assert [p for p in csi_node.mounts() if p.startswith(str(csi_node.kubelet_root / "pods"))] == []
+    delete_pod(core, namespace, "app")
+    eventually(lambda: csi_node.fuse_pids() == [], "no FUSE left once kubelet stops retrying", 30)

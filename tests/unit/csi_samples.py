@@ -96,6 +96,7 @@ def states(draw: st.DrawFn) -> node.NodeState:
         state = op.apply(state)
     if draw(st.booleans()):
         for key in list(state.mounts):
-            state = node.set_process(state, key, pid=draw(st.integers(1, 2**22)))
+            started = draw(st.none() | st.integers(0, 2**63 - 1))
+            state = node.set_process(state, key, pid=draw(st.integers(1, 2**22)), pid_start_time=started)
             state = node.set_phase(state, key, "Ready", now="2025-01-02T03:04:05Z")
     return state

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 from csi import mounts
 from csi.fusemanager import FuseManager, is_fuse_mount, pid_alive
+from csi.processes import process_start_time, signal_process
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not Path("/dev/fuse").exists(), reason="real FUSE mounts need root and /dev/fuse"
@@ -133,3 +135,59 @@ def test_a_dead_mount_is_not_adopted(tmp_path: Path, data: Path) -> None:
         await fresh.stop("k3")
 
     asyncio.run(main())
+
+
+def started(pid: int) -> int:
+    at = process_start_time(pid)
+    assert at is not None, f"no process {pid}"
+    return at
+
+
+def test_a_recorded_pid_that_is_not_the_keys_fuse_is_neither_adopted_nor_signalled(
+    tmp_path: Path, data: Path
+) -> None:
+    mnt = tmp_path / "k5" / "fuse-mount"
+    # After a node restart the recorded pid can belong to anything: here an unrelated live process.
+    sleeper = subprocess.Popen(["sleep", "300"])
+
+    async def main() -> None:
+        first = FuseManager()
+        pid = await first.start("k5", argv(mnt), str(mnt))
+        await first.close()
+        fm = FuseManager()
+        assert not fm.adopt("k5", argv(mnt), str(mnt), sleeper.pid)
+        await fm.stop("k5")
+        assert sleeper.poll() is None, "an unrelated process was signalled"
+        # The FUSE's own pid, but a start time that is not its process's: the pid was reused.
+        assert not fm.adopt("k5", argv(mnt), str(mnt), pid, start_time=started(pid) + 1)
+        assert fm.adopt("k5", argv(mnt), str(mnt), pid, start_time=started(pid))
+        await fm.stop("k5")
+        assert not pid_alive(pid)
+
+    try:
+        asyncio.run(main())
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert not mounts.mounted_at(mnt)
+
+
+def test_a_process_is_signalled_only_while_it_is_the_one_recorded() -> None:
+    sleeper = subprocess.Popen(["sleep", "300"])
+    try:
+        at = started(sleeper.pid)
+        assert not signal_process(sleeper.pid, at + 1, signal.SIGKILL)
+        assert sleeper.poll() is None
+        assert signal_process(sleeper.pid, at, signal.SIGKILL)
+        assert sleeper.wait(5) == -signal.SIGKILL
+        assert not signal_process(sleeper.pid, at, signal.SIGKILL)  # gone: nothing to signal
+    finally:
+        if sleeper.poll() is None:
+            sleeper.kill()
+            sleeper.wait()
+
+
+def test_start_times_are_the_kernels_field_22() -> None:
+    stat = Path("/proc/self/stat").read_text()
+    assert process_start_time(os.getpid()) == int(stat.rsplit(")", 1)[1].split()[19])
+    assert process_start_time(2**22 + 1) is None  # above pid_max: no such process

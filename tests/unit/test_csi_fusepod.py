@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from csi.fusepod import fuse_pod
 from kubectl_fluid.api import names
 
@@ -41,3 +43,27 @@ def test_names_stay_distinct_and_short_for_long_node_names() -> None:
     assert a != b
     assert max(len(a), len(b)) <= 63
     assert names.fuse_pod_name(NODE, KEY) != names.fuse_pod_name(NODE, "f" * 32)
+
+
+def test_what_the_fuse_program_needs_beside_its_flags_reaches_the_pod() -> None:
+    pod = fuse_pod(
+        NODE, KEY, ARGV, MNT, "img:1", env=[("CONF", "/etc/c.toml")], host_paths=["/etc/c", "/data"]
+    )
+    (container,) = pod["spec"]["containers"]
+    assert container["env"] == [{"name": "CONF", "value": "/etc/c.toml"}]
+    volumes = {v["name"]: v for v in pod["spec"]["volumes"]}
+    at = {m["mountPath"]: volumes[m["name"]] for m in container["volumeMounts"]}
+    for path in ("/etc/c", "/data"):
+        assert at[path]["hostPath"] == {"path": path, "type": "Directory"}  # at the same path
+    assert len(volumes) == len(container["volumeMounts"]) == 4
+
+
+def test_fuse_pod_flags_refuse_what_a_pod_cannot_take() -> None:
+    from csi.main import parse_args
+
+    base = ["--mode", "node", "--endpoint", "/c.sock", "--node-id", "n"]
+    args = parse_args([*base, "--fuse-env", "A_1=x=y", "--fuse-host-path", "/d/./e/"])
+    assert (args.fuse_env, args.fuse_host_path) == ([("A_1", "x=y")], ["/d/e"])
+    for bad in (["--fuse-env", "no-equals"], ["--fuse-env", "1A=x"], ["--fuse-host-path", "rel"]):
+        with pytest.raises(SystemExit):
+            parse_args([*base, *bad])

@@ -299,6 +299,7 @@ def test_create_without_capabilities_is_invalid_and_says_which_field(driver: Dri
         ({names.PARAM_FS_PATH: "/a@b"}, names.PARAM_FS_PATH),
         ({names.PARAM_PATH_TYPE: "File"}, names.PARAM_PATH_TYPE),
         ({"io-threads": "-1"}, "io-threads"),
+        ({"io-threads": "9" * 5000}, "io-threads"),  # past Python's int() limit
         ({"no-such-key": "1"}, "no-such-key"),
     ],
 )
@@ -498,3 +499,14 @@ def test_fluid_csi_serves_until_sigterm_and_leaves_no_socket(short_dir: Path) ->
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_help_says_what_each_mount_mode_survives() -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "csi.main", "--help"], cwd=REPO, capture_output=True, text=True, check=True
+    )
+    text = " ".join(run.stdout.split())  # argparse wraps lines
+    assert "embedded: FUSE is a child of this process" in text
+    assert "survives a restart of this process, not of its container" in text
+    assert "standalone: one FUSE pod per mount key" in text
+    assert "survives a restart of this process and of its container" in text

@@ -4,15 +4,21 @@ driver and of the FUSE, and nothing left behind."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -33,10 +39,15 @@ MOUNT = csi_pb2.VolumeCapability(
 )
 
 
+STANDIN = f"{sys.executable} -m csi.fusestandin"
+MASTERS = "m1:8995"
+
+
 class Driver:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, fuse_binary: str = STANDIN, extra: tuple[str, ...] = ()) -> None:
         self.root = root
         self.sock = root / "csi.sock"
+        self.fuse_binary, self.extra = fuse_binary, extra
         self.proc: subprocess.Popen[bytes] | None = None
         self.channel: grpc.Channel | None = None
 
@@ -45,8 +56,8 @@ class Driver:
         argv = [sys.executable, "-m", "csi.main", "--mode", "all", "--endpoint", f"unix://{self.sock}",
                 "--node-id", "n1", "--state-dir", str(self.root / "state"),
                 "--mount-root", str(self.root / "plugins"), "--backend-root", str(self.root / "data"),
-                "--fuse-binary", f"{sys.executable} -m csi.fusestandin", "--log-format", "json",
-                "--no-mirror"]  # fmt: skip
+                "--fuse-binary", self.fuse_binary, "--log-format", "json",
+                "--no-mirror", *self.extra]  # fmt: skip
         with open(self.root / "driver.log", "ab") as log:
             self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=log)
         deadline = time.monotonic() + 20
@@ -71,7 +82,7 @@ class Driver:
         return csi_pb2_grpc.ControllerStub(self.channel)
 
     def create(self, name: str, fs_path: str = "/") -> csi_pb2.Volume:
-        params = {"master-addrs": "m1:8995", "fs-path": fs_path, "path-type": "DirectoryOrCreate"}
+        params = {"master-addrs": MASTERS, "fs-path": fs_path, "path-type": "DirectoryOrCreate"}
         request = csi_pb2.CreateVolumeRequest(name=name, volume_capabilities=[MOUNT], parameters=params)
         return self.controller.CreateVolume(request).volume
 
@@ -98,6 +109,14 @@ class Driver:
             )
         )
 
+    def published(self, name: str) -> tuple[csi_pb2.Volume, str, str]:
+        """A new volume, staged and published at one target: the volume, staging path and target."""
+        volume = self.create(name)
+        staging = self.stage(volume)
+        target = str(self.root / "pods" / name)
+        self.publish(volume, staging, target)
+        return volume, staging, target
+
     def unpublish(self, volume: csi_pb2.Volume, target: str) -> None:
         self.node.NodeUnpublishVolume(
             csi_pb2.NodeUnpublishVolumeRequest(volume_id=volume.volume_id, target_path=target)
@@ -120,9 +139,16 @@ class Driver:
             if "-m csi.fusestandin --master-addrs" in line and plugins in line
         ]
 
+    def state(self) -> dict[str, Any]:
+        state: dict[str, Any] = json.loads((self.root / "state" / names.CSI_STATE_FILE).read_text())
+        return state
+
     def refcounts(self) -> dict[str, int]:
-        state = json.loads((self.root / "state" / names.CSI_STATE_FILE).read_text())
-        return {key: len(entry["volumes"]) for key, entry in state["mounts"].items()}
+        return {key: len(entry["volumes"]) for key, entry in self.state()["mounts"].items()}
+
+    def backing(self, curvine_path: str) -> Path:
+        """Where the FUSE stand-in keeps a cache path: what a tenant changes through their mount."""
+        return self.root / "data" / names.cluster_id(MASTERS) / curvine_path.lstrip("/")
 
     def fuse_starts(self) -> int:
         log = (self.root / "driver.log").read_text().splitlines()
@@ -141,10 +167,9 @@ class Driver:
             self.proc.wait(15)
 
 
-@pytest.fixture
-def driver(tmp_path: Path) -> Iterator[Driver]:
-    # Unix socket paths are short: keep the tree under a short directory.
-    d = Driver(tmp_path)
+@contextlib.contextmanager
+def running(d: Driver) -> Iterator[Driver]:
+    """``d`` started; afterwards stopped, with no FUSE process and no mount of its tree left."""
     d.start()
     try:
         yield d
@@ -153,8 +178,14 @@ def driver(tmp_path: Path) -> Iterator[Driver]:
         for pid in d.fuse_pids():
             os.kill(pid, signal.SIGKILL)
         for m in reversed(mounts.mount_table()):
-            if m.mount_point.startswith(str(tmp_path)):
+            if m.mount_point.startswith(str(d.root)):
                 mounts.unmount(m.mount_point, lazy=True)
+
+
+@pytest.fixture
+def driver(tmp_path: Path) -> Iterator[Driver]:
+    with running(Driver(tmp_path)) as d:
+        yield d
 
 
 def leftovers(d: Driver) -> list[str]:
@@ -243,3 +274,240 @@ def test_kill_9_of_the_driver_and_of_the_fuse_recover(driver: Driver) -> None:
         driver.unstage(v, s)
     assert driver.fuse_pids() == []
     assert leftovers(driver) == []
+
+
+# --- bind sources beneath the FUSE mount ------------------------------------------------------------
+
+
+def static_volume(volume_id: str, curvine_path: str) -> csi_pb2.Volume:
+    """A static PV's volume: any handle, the cache path named in its context."""
+    context = {names.PARAM_MASTER_ADDRS: MASTERS, names.PARAM_CURVINE_PATH: curvine_path}
+    return csi_pb2.Volume(volume_id=volume_id, volume_context=context)
+
+
+def stage_error(driver: Driver, volume: csi_pb2.Volume) -> grpc.RpcError:
+    with pytest.raises(grpc.RpcError) as caught:
+        driver.stage(volume)
+    return caught.value
+
+
+@pytest.fixture
+def host_secrets(tmp_path: Path) -> Path:
+    """A host directory no pod may see (say /var/lib/kubelet/pods, with every pod's tokens)."""
+    secrets = tmp_path / "host-secrets"
+    (secrets / "pv").mkdir(parents=True)
+    for directory in (secrets, secrets / "pv"):
+        (directory / "token").write_text("a service account token")
+    return secrets
+
+
+@pytest.mark.parametrize("link", ["/pv", "/team"], ids=["the-volume-itself", "a-parent"])
+def test_a_symlink_on_the_volumes_path_is_refused_and_nothing_is_bound(
+    driver: Driver, host_secrets: Path, link: str
+) -> None:
+    # A tenant who controls the cache's contents made the link (through their own volume, say).
+    driver.backing(link).parent.mkdir(parents=True, exist_ok=True)
+    driver.backing(link).symlink_to(host_secrets)
+    volume = static_volume("static-link", "/pv" if link == "/pv" else "/team/pv")
+
+    err = stage_error(driver, volume)
+    assert err.code() == grpc.StatusCode.FAILED_PRECONDITION, err.details()
+    assert volume.volume_context[names.PARAM_CURVINE_PATH] in (err.details() or "")
+    assert "symbolic link" in (err.details() or "")
+    staging = driver.root / "stage" / "static-link"
+    assert not mounts.mounted_at(staging)
+    assert not (staging / "token").exists()
+    # This call started the key's FUSE, so its failure stopped it again.
+    assert driver.refcounts() == {}
+    assert driver.fuse_pids() == []
+
+
+def test_recovery_does_not_follow_a_symlink_that_replaced_a_volumes_directory(
+    driver: Driver, host_secrets: Path
+) -> None:
+    volume, staging, target = driver.published("pv-r")
+    (fuse,) = driver.fuse_pids()
+    # The node restarts: the driver and its FUSE die and nothing stays mounted.
+    driver.kill()
+    os.kill(fuse, signal.SIGKILL)
+    for m in reversed(mounts.mount_table()):
+        if m.mount_point.startswith(str(driver.root)):
+            mounts.unmount(m.mount_point, lazy=True)
+    backing = driver.backing(volume.volume_context[names.PARAM_CURVINE_PATH])
+    backing.rmdir()
+    backing.symlink_to(host_secrets)
+
+    driver.start()  # recovery: a new FUSE, then the staging path and the target bound again
+    assert len(driver.fuse_pids()) == 1
+    assert not (Path(staging) / "token").exists()
+    assert not (Path(target) / "token").exists()
+    assert not mounts.mounted_at(staging)
+    assert not mounts.mounted_at(target)
+    (entry,) = driver.state()["mounts"].values()
+    assert entry["phase"] == "Broken"
+    log = (driver.root / "driver.log").read_text()
+    assert "symbolic link" in log
+    driver.unpublish(volume, target)
+    driver.unstage(volume, staging)
+    assert driver.fuse_pids() == []
+
+
+# --- a repeated NodeStage (kubelet retries) ---------------------------------------------------------
+
+
+def break_mount_at(path: str, scratch: Path) -> None:
+    """Put a dead FUSE mount (ENOTCONN) at ``path`` instead of what is there: what a staging bind
+    into a FUSE that died looks like."""
+    mounts.unmount(path, lazy=True)
+    dead = scratch / "dead-fuse"
+    env = {**os.environ, "CURVINE_STANDIN_DATA": str(scratch / "dead-data")}
+    argv = [*STANDIN.split(), "--master-addrs", "m9:1", "--fs-path", "/", "--mnt-path", str(dead)]
+    fuse = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert fuse.stdout is not None
+    assert fuse.stdout.readline().strip() == b"ready"
+    mounts.bind(dead, path)
+    fuse.kill()
+    fuse.wait()
+    mounts.unmount(dead, lazy=True)
+    assert mounts.is_broken(path)
+
+
+def test_a_repeated_stage_remakes_a_broken_staging_bind(driver: Driver, tmp_path: Path) -> None:
+    volume = driver.create("pv-b")
+    staging = driver.stage(volume)
+    driver.backing(volume.volume_context[names.PARAM_CURVINE_PATH]).joinpath("f").write_text("served")
+    break_mount_at(staging, tmp_path)
+
+    driver.stage(volume)  # kubelet's retry
+    assert (Path(staging) / "f").read_text() == "served"
+    assert len(mounts.mounted_at(staging)) == 1
+    target = str(driver.root / "pods" / "b")
+    driver.publish(volume, staging, target)
+    assert (Path(target) / "f").read_text() == "served"
+
+
+def test_publish_onto_a_broken_staging_bind_remakes_it_first(driver: Driver, tmp_path: Path) -> None:
+    volume = driver.create("pv-p")
+    staging = driver.stage(volume)
+    driver.backing(volume.volume_context[names.PARAM_CURVINE_PATH]).joinpath("f").write_text("served")
+    break_mount_at(staging, tmp_path)
+
+    target = str(driver.root / "pods" / "p")
+    driver.publish(volume, staging, target)
+    assert (Path(target) / "f").read_text() == "served"
+    assert (Path(staging) / "f").read_text() == "served"
+
+
+def test_a_failed_repeat_of_stage_leaves_the_staged_volume_alone(driver: Driver) -> None:
+    volume = driver.create("pv-a")
+    staging = driver.stage(volume)
+    (fuse,) = driver.fuse_pids()
+    refcounts = driver.refcounts()
+    # The volume's directory is gone from the cache: a retried NodeStage cannot bind it again.
+    shutil.rmtree(driver.backing(volume.volume_context[names.PARAM_CURVINE_PATH]))
+
+    err = stage_error(driver, volume)
+    assert err.code() == grpc.StatusCode.FAILED_PRECONDITION, err.details()
+    assert driver.refcounts() == refcounts  # still staged: this call added nothing to take away
+    assert driver.fuse_pids() == [fuse]
+    assert mounts.mounted_at(staging)
+    driver.unstage(volume, staging)
+    assert driver.fuse_pids() == []
+
+
+# --- the recorded FUSE pid --------------------------------------------------------------------------
+
+
+def start_time(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+
+
+@pytest.mark.parametrize("record", ["pid-and-start-time", "pid-only"])
+def test_a_recorded_pid_reused_by_another_process_is_not_adopted_nor_signalled(
+    driver: Driver, record: str
+) -> None:
+    volume, staging, target = driver.published("pv-pid")
+    Path(target, "f").write_text("kept")
+    (fuse,) = driver.fuse_pids()
+    (key,) = driver.refcounts()
+    if record == "pid-and-start-time":
+        assert driver.state()["mounts"][key]["pid_start_time"] == start_time(fuse)
+    driver.kill()
+    # The recorded pid now belongs to an unrelated process (a state file written before start
+    # times were recorded has only the pid).
+    sleeper = subprocess.Popen(["sleep", "300"])
+    try:
+        state = driver.state()
+        entry = state["mounts"][key]
+        entry["pid"] = sleeper.pid
+        if record == "pid-only":
+            entry.pop("pid_start_time", None)
+        (driver.root / "state" / names.CSI_STATE_FILE).write_text(json.dumps(state))
+
+        driver.start()
+        assert driver.fuse_starts() == 2, "the recorded pid was adopted as the key's FUSE"
+        entry = driver.state()["mounts"][key]
+        assert entry["pid"] not in (sleeper.pid, fuse)
+        assert entry["pid_start_time"] == start_time(entry["pid"])
+        assert Path(target, "f").read_text() == "kept"  # bound again, into the new FUSE
+        driver.unpublish(volume, target)
+        driver.unstage(volume, staging)
+        assert sleeper.poll() is None, "an unrelated process was signalled"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(fuse, signal.SIGKILL)  # the first FUSE: replaced, its mount detached
+
+
+# --- the FUSE binary --------------------------------------------------------------------------------
+
+
+def readyz(port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as answer:
+            return int(answer.status)
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+def with_health(root: Path, **kwargs: Any) -> tuple[Driver, int]:
+    """A driver serving /readyz on a free loopback port, and the port."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    return Driver(root, extra=("--health-host=127.0.0.1", f"--health-port={port}"), **kwargs), port
+
+
+@pytest.mark.parametrize("problem", ["missing", "not-executable"])
+def test_a_fuse_binary_that_cannot_run_is_named_at_start_and_at_node_stage(
+    tmp_path: Path, problem: str
+) -> None:
+    binary = tmp_path / "opt" / "curvine-fuse"
+    if problem == "not-executable":
+        binary.parent.mkdir()
+        binary.write_text("#!/bin/sh\n")
+    unready, port = with_health(tmp_path, fuse_binary=str(binary))
+    with running(unready) as driver:
+        assert readyz(port) == 503
+        log = (tmp_path / "driver.log").read_text()
+        assert "--fuse-binary" in log
+        assert str(binary) in log
+
+        err = stage_error(driver, driver.create("pv-nofuse"))
+        assert err.code() == grpc.StatusCode.FAILED_PRECONDITION, err.details()
+        assert f"--fuse-binary {binary}" in (err.details() or "")
+        assert driver.refcounts() == {}
+
+        # Installed later: ready, and the volume stages, with no restart.
+        binary.parent.mkdir(exist_ok=True)
+        binary.write_text(f'#!/bin/sh\nexec {STANDIN} "$@"\n')
+        binary.chmod(0o755)
+        assert readyz(port) == 200
+        driver.stage(driver.create("pv-nofuse"))
+
+
+def test_a_working_fuse_binary_is_ready(tmp_path: Path) -> None:
+    ready, port = with_health(tmp_path)
+    with running(ready):
+        assert readyz(port) == 200

@@ -156,6 +156,13 @@ INVALID: list[tuple[dict[str, str], str, str]] = [
     ({"negative-timeout": ".5"}, "negative-timeout", "seconds"),
     ({"node-cache-timeout": "1y"}, "node-cache-timeout", "duration"),
     ({"node-cache-timeout": "h"}, "node-cache-timeout", "duration"),
+    # Longer than Python's int() takes (4300 digits): refused as too large, not an internal error.
+    ({"io-threads": "9" * 5000}, "io-threads", "integer"),
+    ({"max-background": "9" * 5000}, "max-background", "65535"),
+    ({"entry-timeout": "9" * 5000}, "entry-timeout", "seconds"),
+    ({"attr-timeout": str(2**32)}, "attr-timeout", "seconds"),
+    ({"attr-timeout": "1." + "5" * 5000}, "attr-timeout", "seconds"),
+    ({"node-cache-timeout": "9" * 5000 + "s"}, "node-cache-timeout", "duration"),
     ({"bogus": "1"}, "bogus", "not a parameter"),
     ({"Master-Addrs": "m1:1"}, "Master-Addrs", "not a parameter"),
     ({"storage.kubernetes.io/x": "1"}, "storage.kubernetes.io/x", "not a parameter"),
@@ -166,7 +173,7 @@ INVALID: list[tuple[dict[str, str], str, str]] = [
 
 
 @pytest.mark.parametrize(
-    ("extra", "key", "words"), INVALID, ids=[f"{k}={v!r}" for e, k, _ in INVALID for v in [e[k]]]
+    ("extra", "key", "words"), INVALID, ids=[f"{k}={v[:40]!r}" for e, k, _ in INVALID for v in [e[k]]]
 )
 def test_invalid_parameters_name_their_key(extra: dict[str, str], key: str, words: str) -> None:
     with pytest.raises(InvalidParameter) as caught:
@@ -220,6 +227,37 @@ def test_curvine_path_refusals(curvine_path: str, fs_path: str, words: str) -> N
         normalize_curvine_path(curvine_path, fs_path)
     assert caught.value.key == CURVINE
     assert words in caught.value.message
+
+
+NUMERIC_KEYS = [key for key in names.FUSE_TUNING_PARAMS if key not in names.FUSE_SWITCH_PARAMS]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    key=st.sampled_from(NUMERIC_KEYS),
+    zeros=st.integers(0, 6000),
+    digits=st.text("0123456789", min_size=1, max_size=6000),
+    unit=st.sampled_from(["", "s", "m"]),
+)
+def test_numbers_of_any_length_are_a_value_or_invalid_argument(
+    key: str, zeros: int, digits: str, unit: str
+) -> None:
+    value = "0" * zeros + digits + (unit if key in names.FUSE_DURATION_PARAMS else "")
+    refused: str | None = None
+    try:
+        got = dict(parse_params({MASTER: MASTERS, key: value}).tuning)[key]
+    except InvalidParameter as err:
+        refused = err.key
+    if refused is not None:
+        assert refused == key
+        return
+    whole = got[: len(got) - len(got.lstrip("0123456789"))]
+    assert len(whole.lstrip("0")) <= 10
+    assert int(whole.lstrip("0") or "0") <= 2**32 - 1
+
+
+def test_leading_zeros_of_a_long_count_are_dropped() -> None:
+    assert parse_params({MASTER: MASTERS, "io-threads": "0" * 5000 + "7"}).tuning == (("io-threads", "7"),)
 
 
 KNOWN_KEYS = [FS, PATH_TYPE, *names.FUSE_TUNING_PARAMS, *names.LEGACY_PARAMS, "csi.storage.k8s.io/x"]

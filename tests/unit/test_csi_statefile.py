@@ -56,6 +56,16 @@ def test_json_round_trip_is_byte_stable(state: node.NodeState) -> None:
     assert data == (reparsed + "\n").encode()
 
 
+def test_a_state_file_from_before_start_times_were_recorded_loads() -> None:
+    state = node.set_process(sample(), KEY, pid=4242, pid_start_time=987654)
+    assert b'"pid_start_time":987654' in to_json(state)
+    current = to_json(sample())
+    old = current.replace(b'"pid_start_time":null,', b"")
+    assert old != current
+    assert from_json(old) == sample()
+    assert from_json(old).mounts[KEY].pid_start_time is None
+
+
 def test_bytes_do_not_depend_on_insertion_order() -> None:
     a = sample()
     b, _ = node.stage(

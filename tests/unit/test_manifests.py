@@ -744,6 +744,46 @@ def test_csi_node_mounts_propagate_to_the_host() -> None:
     assert container_port(driver, driver["livenessProbe"]["httpGet"]["port"]) == args.health_port
 
 
+def test_csi_node_propagates_only_the_drivers_own_directories() -> None:
+    # Bidirectional on all of kubelet's CSI directory would hand this container (and any path a
+    # tenant could make it bind) every other driver's staged volumes.
+    pod = pod_spec(CSI_NODE, "DaemonSet")
+    driver = container_named(pod, "csi-driver")
+    args = driver_args(driver)
+    propagated = {m["mountPath"] for m in driver["volumeMounts"] if m.get("mountPropagation")}
+    assert propagated == {
+        names.fuse_mounts_root(args.mount_root),
+        names.csi_staging_root(args.mount_root),
+        f"{names.KUBELET_ROOT}/pods",
+    }
+    other = f"{args.mount_root}/kubernetes.io/csi/other.csi.example.com/{'0' * 64}/globalmount"
+    assert not [m for m in driver["volumeMounts"] if other.startswith(m["mountPath"].rstrip("/") + "/")]
+
+
+def test_csi_node_runs_fuse_in_standalone_pods_serving_the_controllers_data() -> None:
+    from csi.fusepods import FusePodManager
+    from csi.main import build_fuse_runner
+
+    node = container_named(pod_spec(CSI_NODE, "DaemonSet"), "csi-driver")
+    args = driver_args(node)
+    # Standalone: only a FUSE in a pod of its own survives a restart of this container.
+    assert args.mount_mode == "standalone"
+    runner = build_fuse_runner(args)
+    assert isinstance(runner, FusePodManager)
+    key = "0" * names.MOUNT_KEY_LENGTH
+    mnt = names.fuse_mount_path(key, args.mount_root)
+    body = runner.pod_body(key, [*args.fuse_binary.split(), "--mnt-path", mnt], mnt)
+    (fuse,) = body["spec"]["containers"]
+    assert fuse["image"] == product_image()
+    # The stand-in in the FUSE pod serves the host directory the controller creates volumes in.
+    backend_root = driver_args(
+        container_named(pod_spec(CSI_CONTROLLER, "Deployment"), "csi-driver")
+    ).backend_root
+    assert {e["name"]: e["value"] for e in fuse["env"]}["CURVINE_STANDIN_DATA"] == backend_root
+    host_path_at_same_path(body["spec"], fuse, backend_root)
+    assert host_path_at_same_path(body["spec"], fuse, mnt)["mountPropagation"] == "Bidirectional"
+
+
 def test_csi_node_registers_its_socket_with_kubelet() -> None:
     pod = pod_spec(CSI_NODE, "DaemonSet")
     driver = container_named(pod, "csi-driver")
