@@ -217,7 +217,7 @@ class Reconciler:
         try:
             return desired_children(dataset, runtime, runtime_class, namespace), runtime
         except RuntimeConfigError as e:
-            raise Problem("InvalidSpec", str(e)) from e
+            raise Problem(e.reason, str(e)) from e
 
     async def _check_secrets(self, dataset: Dataset, namespace: str) -> None:
         for secret, keys in secret_references(dataset).items():
