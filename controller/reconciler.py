@@ -300,10 +300,7 @@ class Reconciler:
         cached = self.caches.pvs.get(None, name)
         if cached is not None:
             return cached
-        found: dict[str, Any] | None = await http.get(
-            self.api, resources.PERSISTENT_VOLUMES.object_path(None, name)
-        )
-        return found
+        return await http.get(self.api, resources.PERSISTENT_VOLUMES.object_path(None, name))
 
     def _check_pv_owner(self, actual: dict[str, Any], desired: dict[str, Any]) -> None:
         """Raise NameConflict unless the existing PV is the one this Dataset made (``pv_conflict``)."""

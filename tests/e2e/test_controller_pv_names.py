@@ -114,3 +114,40 @@ def test_a_taken_pv_name_is_a_name_conflict_on_the_newcomer_and_the_holder_keeps
         )
     finally:
         fl.core.delete_namespace(other_ns)
+
+
+def test_a_pv_another_manager_made_is_never_touched_and_its_name_is_taken_once_it_is_gone(
+    fl: Fluid,
+) -> None:
+    pv_name = names.dataset_pv(fl.ns, "u1")
+    foreign = {
+        "metadata": {"name": pv_name, "labels": {"owner": "someone-else"}},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "hostPath": {"path": "/tmp/someone-else"},
+        },
+    }
+    created = fl.core.create_persistent_volume(foreign)
+    try:
+        fl.create(dataset("u1"))
+        fl.create(runtime("u1"))
+        condition = eventually(
+            lambda: (c := fl.condition("cacheruntimes", "u1")).get("reason") == "NameConflict" and c,
+            "NameConflict",
+            timeout=30,
+        )
+        assert f"PersistentVolume {pv_name} is not managed by {names.MANAGED_BY}" in condition["message"]
+        kept = as_json(fl.core.read_persistent_volume(pv_name))
+        assert kept["metadata"]["labels"] == {"owner": "someone-else"}
+        assert kept["spec"] == as_json(created)["spec"]
+        # The PV controller writes its status; the fluid-controller never writes to it at all.
+        managers = {entry["manager"] for entry in kept["metadata"]["managedFields"]}
+        assert names.CONTROLLER_FIELD_MANAGER not in managers, managers
+    finally:
+        fl.core.delete_persistent_volume(pv_name)
+    # That PV is not watched (it lacks our labels): the controller looks again on its own.
+    eventually(lambda: fl.bound("u1"), "Dataset u1 Bound once the name is free", timeout=60)
+    pv = as_json(fl.core.read_persistent_volume(pv_name))
+    assert pv["spec"]["csi"]["volumeAttributes"][names.VOLUME_ATTR_DATASET_NAME] == "u1"
