@@ -11,7 +11,7 @@ import pytest
 from kubernetes import client
 
 from kubectl_fluid.api import names
-from tests.e2e.fluid import E2E_NAMESPACE_LABEL, ControllerProcess
+from tests.e2e.fluid import E2E_NAMESPACE_LABEL, ControllerProcess, wait_until_gone
 from tests.e2e.test_controller import Fluid, dataset, quiet, runtime
 from tests.e2e.wait import as_json, eventually
 
@@ -40,6 +40,28 @@ def pv_state(core: client.CoreV1Api, name: str) -> tuple[Any, ...]:
     )
 
 
+def create_bound(fl: Fluid, name: str) -> None:
+    fl.create(dataset(name))
+    fl.create(runtime(name))
+    eventually(lambda: fl.bound(name), f"Dataset {name} Bound", timeout=90)
+    eventually(
+        lambda: fl.core.read_namespaced_persistent_volume_claim(name, fl.ns).status.phase == "Bound",
+        f"PVC {name} bound to its PV",
+        timeout=60,
+    )
+
+
+def name_conflict(fl: Fluid, plural: str, name: str) -> dict[str, Any]:
+    eventually(
+        lambda: fl.condition(plural, name).get("reason") == "NameConflict",
+        f"NameConflict on {plural}/{name}",
+        timeout=30,
+    )
+    condition = fl.condition(plural, name)
+    assert condition["status"] == "False"
+    return condition
+
+
 def test_a_taken_pv_name_is_a_name_conflict_on_the_newcomer_and_the_holder_keeps_its_pv(
     fl: Fluid, controller: ControllerProcess, k8s: client.ApiClient
 ) -> None:
@@ -50,16 +72,7 @@ def test_a_taken_pv_name_is_a_name_conflict_on_the_newcomer_and_the_holder_keeps
     fl.core.create_namespace({"metadata": {"name": other_ns, "labels": {E2E_NAMESPACE_LABEL: "true"}}})
     other = Fluid(k8s, other_ns)
     try:
-        fl.create(dataset("a-data"))
-        fl.create(runtime("a-data"))
-        eventually(lambda: fl.bound("a-data"), "Dataset a-data Bound", timeout=30)
-        eventually(
-            lambda: (
-                fl.core.read_namespaced_persistent_volume_claim("a-data", first_ns).status.phase == "Bound"
-            ),
-            "PVC a-data bound to its PV",
-            timeout=60,
-        )
+        create_bound(fl, "a-data")
         held = pv_state(fl.core, pv_name)
         assert held[1:] == (None, first_ns, "a-data", "Bound")
         writes = controller.metric(*PV_WRITES)
@@ -78,20 +91,14 @@ def test_a_taken_pv_name_is_a_name_conflict_on_the_newcomer_and_the_holder_keeps
             )
             time.sleep(0.5)
 
-        condition = eventually(
-            lambda: (c := other.condition("cacheruntimes", "data")).get("reason") == "NameConflict" and c,
-            "NameConflict on the newcomer's CacheRuntime",
-            timeout=30,
-        )
-        assert condition["status"] == "False"
-        assert f"PersistentVolume {pv_name} is held by Dataset {first_ns}/a-data" in condition["message"]
-        ds_condition = other.condition("datasets", "data")
-        assert (ds_condition["status"], ds_condition["reason"]) == ("False", "NameConflict")
+        holder = f"PersistentVolume {pv_name} is held by Dataset {first_ns}/a-data"
+        assert holder in name_conflict(other, "cacheruntimes", "data")["message"]
+        assert holder in name_conflict(other, "datasets", "data")["message"]
         assert (other.get("datasets", "data").get("status") or {}).get("phase") == "NotBound"
         events = eventually(
             lambda: [e for e in other.events("data") if e.startswith("Warning NameConflict")], "the Event"
         )
-        assert f"is held by Dataset {first_ns}/a-data" in events[0]
+        assert holder in events[0]
         # Neither the newcomer's PVC (it would wait on a PV it can never bind) nor a PV write.
         assert other.core.list_namespaced_persistent_volume_claim(other_ns).items == []
         time.sleep(3)
@@ -102,9 +109,6 @@ def test_a_taken_pv_name_is_a_name_conflict_on_the_newcomer_and_the_holder_keeps
         # Once the holder is gone the name is free: the newcomer converges on its own.
         fl.delete("datasets", "a-data")
         eventually(lambda: other.bound("data"), "the newcomer Bound once the name is free", timeout=90)
-        taken = pv_state(fl.core, pv_name)
-        assert taken[0] != held[0]
-        assert taken[2:4] == (other_ns, "data")
         eventually(
             lambda: (
                 other.core.read_namespaced_persistent_volume_claim("data", other_ns).status.phase == "Bound"
@@ -112,6 +116,18 @@ def test_a_taken_pv_name_is_a_name_conflict_on_the_newcomer_and_the_holder_keeps
             "the newcomer's PVC bound to the PV",
             timeout=60,
         )
+        taken = pv_state(fl.core, pv_name)
+        assert (taken[0] != held[0], taken[2:4]) == (True, (other_ns, "data"))
+
+        # First come, first served: a Dataset a-data made again now finds the name taken, and its
+        # deletion (the finalizer cleans up "its" PV) leaves the holder's PV alone.
+        wait_until_gone(fl.get, "datasets", "a-data", what="the first Dataset deleted")
+        fl.create(dataset("a-data"))
+        fl.create(runtime("a-data"))
+        assert f"is held by Dataset {other_ns}/data" in name_conflict(fl, "datasets", "a-data")["message"]
+        fl.delete("datasets", "a-data")
+        wait_until_gone(fl.get, "datasets", "a-data", what="the second a-data deleted")
+        assert pv_state(fl.core, pv_name) == taken
     finally:
         fl.core.delete_namespace(other_ns)
 
@@ -133,11 +149,7 @@ def test_a_pv_another_manager_made_is_never_touched_and_its_name_is_taken_once_i
     try:
         fl.create(dataset("u1"))
         fl.create(runtime("u1"))
-        condition = eventually(
-            lambda: (c := fl.condition("cacheruntimes", "u1")).get("reason") == "NameConflict" and c,
-            "NameConflict",
-            timeout=30,
-        )
+        condition = name_conflict(fl, "cacheruntimes", "u1")
         assert f"PersistentVolume {pv_name} is not managed by {names.MANAGED_BY}" in condition["message"]
         kept = as_json(fl.core.read_persistent_volume(pv_name))
         assert kept["metadata"]["labels"] == {"owner": "someone-else"}
