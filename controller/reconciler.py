@@ -312,15 +312,15 @@ class Reconciler:
         holder = pv_holder(actual)
         if holder is not None and holder != ours:
             advice = (
-                f"Dataset {holder[0]}/{holder[1]} and this one both make {{namespace}}-{{name}} of it: "
-                "rename this Dataset or delete the other"
+                " (a Dataset's PV is named {namespace}-{name}, the same for both Datasets): rename this "
+                "Dataset or delete the other"
             )
         else:
-            advice = "delete or rename that PersistentVolume"
+            advice = ": delete or rename that PersistentVolume"
         watched = (actual["metadata"].get("labels") or {}).get(names.LABEL_APP_MANAGED_BY) == names.MANAGED_BY
         raise Problem(
             "NameConflict",
-            f"PersistentVolume {desired['metadata']['name']} {conflict}: {advice}, and this Dataset "
+            f"PersistentVolume {desired['metadata']['name']} {conflict}{advice}, and this Dataset "
             "takes the name as soon as it is free",
             # Our PVs' deletion re-queues the Datasets waiting on the name; others we must poll.
             retry_after=None if watched else NAME_CONFLICT_RECHECK,
