@@ -20,9 +20,10 @@ from typing import Any
 import kr8s.asyncio
 
 from controller import metrics
+from controller.desired.storage import pv_holder
 from controller.events import Recorder
 from controller.leader import LeaderElector, LeaseConfig, LostLeadership
-from controller.reconciler import Caches, Key, Reconciler, dataset_key_of_pv
+from controller.reconciler import Caches, Key, Reconciler
 from controller.workqueue import ShutDown, WorkQueue
 from kubectl_fluid import logs
 from kubectl_fluid.api import names
@@ -111,10 +112,18 @@ class Controller:
                 if ref.get("kind") == CACHERUNTIMES.kind and ref.get("apiVersion") == names.API_VERSION:
                     self.queue.add((obj["metadata"]["namespace"], ref["name"]))
 
-        def pv(_: EventType, obj: dict[str, Any]) -> None:
-            key = dataset_key_of_pv(obj)
+        def pv(event: EventType, obj: dict[str, Any]) -> None:
+            key = pv_holder(obj)
             if key is not None:
                 self.queue.add(key)
+            if event == "DELETED":
+                # A freed name: a Dataset refused for NameConflict (another Dataset's PV had it) can
+                # have it now. Only deletions free a name, so the scan is rare.
+                freed = obj["metadata"]["name"]
+                for ds in self.caches.datasets.items():
+                    meta = ds["metadata"]
+                    if names.dataset_pv(meta["namespace"], meta["name"]) == freed:
+                        self.queue.add((meta["namespace"], meta["name"]))
 
         def runtime_class(_: EventType, obj: dict[str, Any]) -> None:
             for rt in self.caches.runtimes.items():

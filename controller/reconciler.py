@@ -22,6 +22,7 @@ from controller import metrics
 from controller.compare import contains
 from controller.conditions import same_status, set_condition
 from controller.desired import Children, desired_children
+from controller.desired.storage import pv_conflict, pv_holder
 from controller.desired.volumes import secret_references
 from controller.events import Recorder
 from kubectl_fluid.api import names
@@ -40,6 +41,8 @@ Key = tuple[str, str]
 # While pods use a dataset's PVC its deletion waits; we look again this often.
 IN_USE_RECHECK = 5.0
 MISSING_SECRET_RECHECK = 10.0
+# A PV name held by a PV we do not watch (one without our labels) is looked at again this often.
+NAME_CONFLICT_RECHECK = 30.0
 
 
 @dataclass
@@ -217,7 +220,7 @@ class Reconciler:
         try:
             return desired_children(dataset, runtime, runtime_class, namespace), runtime
         except RuntimeConfigError as e:
-            raise Problem("InvalidSpec", str(e)) from e
+            raise Problem(e.reason, str(e)) from e
 
     async def _check_secrets(self, dataset: Dataset, namespace: str) -> None:
         for secret, keys in secret_references(dataset).items():
@@ -260,47 +263,80 @@ class Reconciler:
         except Problem as problem:
             if problem.reason != "InvalidPersistentVolume":
                 raise
-            await self._replace_storage(children, problem)
+            await self._replace_storage(children, uid, problem)
 
-    async def _replace_storage(self, children: Children, problem: Problem) -> None:
+    async def _replace_storage(self, children: Children, owner_uid: str, problem: Problem) -> None:
         """A PV's volume source is immutable, yet it changes when a runtime gains or loses its client
-        (clientless vs FUSE attributes). PV and PVC are re-created, but never under a running pod."""
+        (clientless vs FUSE attributes). PV and PVC are re-created, but never under a running pod, and
+        never another Dataset's: both are read afresh and checked before anything is deleted."""
         pvc = children.pvc["metadata"]
+        pv_name = children.pv["metadata"]["name"]
+        pv = await self._read_pv(pv_name)
+        if pv is not None:
+            self._check_pv_owner(pv, children.pv)
         users = await self._pods_using_pvc(pvc["namespace"], pvc["name"])
         if users:
             raise Problem(
                 "StorageInUse",
-                f"PV {children.pv['metadata']['name']} must be re-created (its CSI attributes changed), "
+                f"PV {pv_name} must be re-created (its CSI attributes changed), "
                 f"but pod(s) {', '.join(users[:5])} use PVC {pvc['name']}: delete them and the controller "
                 "re-creates PV and PVC",
             ) from None
-        for resource, obj in (
-            (resources.PERSISTENT_VOLUME_CLAIMS, self.caches.pvcs.get(pvc["namespace"], pvc["name"])),
-            (resources.PERSISTENT_VOLUMES, self.caches.pvs.get(None, children.pv["metadata"]["name"])),
-        ):
-            if obj is not None:
-                await self._delete(resource, obj)
+        claim = self.caches.pvcs.get(pvc["namespace"], pvc["name"])
+        if claim is not None and _owned_by(claim, owner_uid):
+            await self._delete(resources.PERSISTENT_VOLUME_CLAIMS, claim)
+        if pv is not None:
+            await self._delete(resources.PERSISTENT_VOLUMES, pv)
         # Until both are gone (their protection finalizers go when unbound), say so and look again.
         raise Problem(
             "RecreatingStorage",
-            f"re-creating PV {children.pv['metadata']['name']} and PVC {pvc['name']}: "
-            f"{problem.message[:200]}",
+            f"re-creating PV {pv_name} and PVC {pvc['name']}: {problem.message[:200]}",
             retry_after=1.0,
+        )
+
+    async def _read_pv(self, name: str) -> dict[str, Any] | None:
+        """The PV from the cache or, on a miss, from the API server: the cache holds only PVs with our
+        labels, and a PV just made by another Dataset's key may not have reached it yet."""
+        cached = self.caches.pvs.get(None, name)
+        if cached is not None:
+            return cached
+        return await http.get(self.api, resources.PERSISTENT_VOLUMES.object_path(None, name))
+
+    def _check_pv_owner(self, actual: dict[str, Any], desired: dict[str, Any]) -> None:
+        """Raise NameConflict unless the existing PV is the one this Dataset made (``pv_conflict``)."""
+        ours = pv_holder(desired)
+        assert ours is not None, "desired PVs carry their Dataset's labels"
+        conflict = pv_conflict(actual, *ours)
+        if conflict is None:
+            return
+        holder = pv_holder(actual)
+        if holder is not None and holder != ours:
+            advice = (
+                " (a Dataset's PV is named {namespace}-{name}, the same for both Datasets): rename this "
+                "Dataset or delete the other"
+            )
+        else:
+            advice = ": delete or rename that PersistentVolume"
+        watched = (actual["metadata"].get("labels") or {}).get(names.LABEL_APP_MANAGED_BY) == names.MANAGED_BY
+        raise Problem(
+            "NameConflict",
+            f"PersistentVolume {desired['metadata']['name']} {conflict}{advice}, and this Dataset "
+            "takes the name as soon as it is free",
+            # Our PVs' deletion re-queues the Datasets waiting on the name; others we must poll.
+            retry_after=None if watched else NAME_CONFLICT_RECHECK,
         )
 
     async def _ensure(self, desired: dict[str, Any], owner_uid: str) -> None:
         kind = desired["kind"]
         meta = desired["metadata"]
         namespace = meta.get("namespace")
-        actual = self.caches.for_kind(kind).get(namespace, meta["name"])
+        if kind == "PersistentVolume":
+            actual = await self._read_pv(meta["name"])
+        else:
+            actual = self.caches.for_kind(kind).get(namespace, meta["name"])
         if actual is not None:
             if kind == "PersistentVolume":
-                if actual["metadata"].get("labels", {}).get(names.LABEL_APP_MANAGED_BY) != names.MANAGED_BY:
-                    raise Problem(
-                        "NameConflict",
-                        f"PersistentVolume {meta['name']} exists and is not managed by {names.MANAGED_BY}: "
-                        "delete or rename it",
-                    )
+                self._check_pv_owner(actual, desired)
             elif not _owned_by(actual, owner_uid):
                 raise Problem(
                     "NameConflict",
@@ -347,7 +383,7 @@ class Reconciler:
         if (
             pv is not None
             and not pv["metadata"].get("deletionTimestamp")
-            and _is_dataset_pv(pv, namespace, name)
+            and pv_conflict(pv, namespace, name) is None
         ):
             await self._delete(resources.PERSISTENT_VOLUMES, pv)
 
@@ -495,21 +531,6 @@ class Reconciler:
 
 def _owned_by(obj: dict[str, Any], uid: str) -> bool:
     return any(ref.get("uid") == uid for ref in obj["metadata"].get("ownerReferences", []))
-
-
-def _is_dataset_pv(pv: dict[str, Any], namespace: str, name: str) -> bool:
-    attrs = (pv.get("spec", {}).get("csi") or {}).get("volumeAttributes") or {}
-    return (
-        pv["metadata"].get("labels", {}).get(names.LABEL_APP_MANAGED_BY) == names.MANAGED_BY
-        and attrs.get(names.VOLUME_ATTR_DATASET_NAMESPACE) == namespace
-        and attrs.get(names.VOLUME_ATTR_DATASET_NAME) == name
-    )
-
-
-def dataset_key_of_pv(pv: dict[str, Any]) -> tuple[str, str] | None:
-    attrs = (pv.get("spec", {}).get("csi") or {}).get("volumeAttributes") or {}
-    ns, name = attrs.get(names.VOLUME_ATTR_DATASET_NAMESPACE), attrs.get(names.VOLUME_ATTR_DATASET_NAME)
-    return (ns, name) if ns and name else None
 
 
 def _first_error(e: ValidationError) -> str:

@@ -16,6 +16,13 @@ Decisions where SPEC is silent:
 - Clientless runtime: ``clientless: "true"`` and no FUSE attributes; the CSI node refuses to stage
   it and tells the user to inject the runtime config instead (SPEC §5).
 - PV names are DNS subdomains (253): ``{namespace}-{name}`` has at most 63 + 1 + 42 = 106 characters.
+- That name is upstream's and is kept, though two datasets can share it (``team``/``a-data`` and
+  ``team-a``/``data``). A PV belongs to a Dataset only when this controller made it (managed-by), its
+  labels name the Dataset (namespace and name: ``dataset-id`` is ambiguous in the same way as the PV
+  name) and its claimRef names the Dataset's PVC (``pv_conflict``). The controller never updates,
+  re-creates or deletes a PV that is not the Dataset's; the Dataset that finds its name taken reports
+  NameConflict and takes the name once it is free. A PV made before the identity labels existed is
+  known by its CSI attributes, which this controller wrote and nobody can change.
 """
 
 from __future__ import annotations
@@ -36,7 +43,14 @@ def persistent_volume(scope: Scope) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolume",
-        "metadata": {"name": pv_name, "labels": common_labels(scope)},
+        "metadata": {
+            "name": pv_name,
+            "labels": {
+                **common_labels(scope),
+                names.LABEL_DATASET_NAMESPACE: scope.namespace,
+                names.LABEL_DATASET_NAME: scope.name,
+            },
+        },
         "spec": {
             "capacity": {"storage": CAPACITY},
             "accessModes": list(scope.dataset.spec.access_modes),
@@ -65,6 +79,44 @@ def persistent_volume_claim(scope: Scope) -> dict[str, Any]:
             "volumeName": names.dataset_pv(scope.namespace, scope.name),
         },
     }
+
+
+def pv_holder(pv: dict[str, Any]) -> tuple[str, str] | None:
+    """The (namespace, name) of the Dataset a PV was made for, from its identity labels, or from its
+    CSI attributes when it has neither label (made before they existed); None when it names none."""
+    labels = pv.get("metadata", {}).get("labels") or {}
+    keys = (names.LABEL_DATASET_NAMESPACE, names.LABEL_DATASET_NAME)
+    if any(key in labels for key in keys):
+        namespace, name = (labels.get(key) for key in keys)
+    else:
+        attributes = (pv.get("spec", {}).get("csi") or {}).get("volumeAttributes") or {}
+        namespace = attributes.get(names.VOLUME_ATTR_DATASET_NAMESPACE)
+        name = attributes.get(names.VOLUME_ATTR_DATASET_NAME)
+    return (namespace, name) if namespace and name else None
+
+
+def pv_conflict(pv: dict[str, Any], namespace: str, name: str) -> str | None:
+    """None when ``pv`` belongs to Dataset namespace/name; else what holds it, completing the
+    sentence "PersistentVolume X …" for a person."""
+    labels = pv.get("metadata", {}).get("labels") or {}
+    if labels.get(names.LABEL_APP_MANAGED_BY) != names.MANAGED_BY:
+        return f"is not managed by {names.MANAGED_BY}"
+    holder = pv_holder(pv)
+    if holder is None:
+        return (
+            f"names no Dataset in its {names.LABEL_DATASET_NAMESPACE} and {names.LABEL_DATASET_NAME} labels"
+        )
+    if holder != (namespace, name):
+        return f"is held by Dataset {holder[0]}/{holder[1]}"
+    claim = pv.get("spec", {}).get("claimRef") or {}
+    ours = f"PersistentVolumeClaim {namespace}/{names.dataset_pvc(name)}"
+    if not claim:
+        return f"has no claimRef to {ours}"
+    if (claim.get("namespace"), claim.get("name")) != (namespace, names.dataset_pvc(name)):
+        return (
+            f"is bound to PersistentVolumeClaim {claim.get('namespace')}/{claim.get('name')}, not to {ours}"
+        )
+    return None
 
 
 def volume_attributes(scope: Scope) -> dict[str, str]:

@@ -82,6 +82,10 @@ COMPONENTS: Final[tuple[Component, ...]] = ("master", "worker", "client")
 # --- dataset PV/PVC (SPEC §2) ---------------------------------------------------------------------
 DATASET_PVC_LABEL_PREFIX: Final = "fluid.io/s-"
 LABEL_DATASET_ID: Final = "fluid.io/dataset-id"
+# The dataset a PV was made for. ``dataset-id`` (``{namespace}-{name}``, like the PV name) is the
+# same string for ``team``/``a-data`` and ``team-a``/``data``; these two labels are not.
+LABEL_DATASET_NAMESPACE: Final = "fluid.io/dataset-namespace"
+LABEL_DATASET_NAME: Final = "fluid.io/dataset-name"
 DATASET_FINALIZER: Final = "data.fluid.io/dataset-protection"
 CONTROLLER_FIELD_MANAGER: Final = "fluid-controller"
 # The namespace the product's own workloads run in, and the controller's leader-election Lease there.

@@ -1,7 +1,7 @@
 """Pure builders of a dataset's runtime config: ``runtime.json`` and its shell form ``runtime.sh``."""
 
 from kubectl_fluid.runtimeconfig.build import build_runtime_config
-from kubectl_fluid.runtimeconfig.errors import RuntimeConfigError
+from kubectl_fluid.runtimeconfig.errors import RuntimeConfigError, RuntimeConfigTooLarge
 from kubectl_fluid.runtimeconfig.model import RuntimeConfig
 from kubectl_fluid.runtimeconfig.render import render_json
 from kubectl_fluid.runtimeconfig.shell import flatten, render_sh
@@ -9,6 +9,7 @@ from kubectl_fluid.runtimeconfig.shell import flatten, render_sh
 __all__ = [
     "RuntimeConfig",
     "RuntimeConfigError",
+    "RuntimeConfigTooLarge",
     "build_runtime_config",
     "flatten",
     "render_json",

@@ -1,5 +1,14 @@
-"""The one error the runtime config builders raise."""
+"""The errors the runtime config builders raise."""
 
 
 class RuntimeConfigError(ValueError):
-    """The inputs cannot make a runtime config; the message says why, for a person to act on."""
+    """The inputs cannot make a runtime config; the message says why, for a person to act on.
+    ``reason`` becomes the reason of the Ready=False condition the controller reports."""
+
+    reason = "InvalidSpec"
+
+
+class RuntimeConfigTooLarge(RuntimeConfigError):
+    """runtime.sh would not fit the limits of a process environment (see ``limits``)."""
+
+    reason = "RuntimeConfigTooLarge"

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from kubectl_fluid.runtimeconfig.errors import RuntimeConfigError
+from kubectl_fluid.runtimeconfig.limits import check_runtime_sh
 from kubectl_fluid.runtimeconfig.model import Env, RuntimeConfig
 from kubectl_fluid.runtimeconfig.render import compact_json
 
@@ -47,12 +48,17 @@ def shell_quote(value: str) -> str:
 
 
 def render_sh(config: RuntimeConfig) -> str:
+    """Raises RuntimeConfigError for a value no shell variable can carry, and RuntimeConfigTooLarge
+    when sourcing the script would break the exec of every later program (``limits``)."""
+    exports = flatten(config)
     lines = []
-    for name, value in flatten(config):
+    for name, value in exports:
         if "\x00" in value:
             raise RuntimeConfigError(f"{name}: a NUL character cannot be carried by a shell variable")
         lines.append(f"export {name}={shell_quote(value)}\n")
-    return HEADER + "".join(lines)
+    script = HEADER + "".join(lines)
+    check_runtime_sh(exports, script)
+    return script
 
 
 def _join(*parts: str) -> str:

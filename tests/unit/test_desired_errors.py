@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_fluid.runtimeconfig import RuntimeConfigError
+from kubectl_fluid.runtimeconfig import RuntimeConfigError, RuntimeConfigTooLarge
+from kubectl_fluid.runtimeconfig.limits import MAX_ARG_STRLEN
 from tests.unit.desired_samples import CLIENTLESS_RUNTIME, DATASET, MOONCAKE_CLASS, build, with_spec
 
 
@@ -32,3 +33,10 @@ def test_file_system_type_must_be_a_label_value() -> None:
     runtime_class = with_spec(MOONCAKE_CLASS, "fileSystemType", "Moon Cake")
     with pytest.raises(RuntimeConfigError, match="fileSystemType"):
         build(DATASET, CLIENTLESS_RUNTIME, runtime_class)
+
+
+def test_a_runtime_sh_value_over_the_kernel_limit_is_refused_with_its_own_reason() -> None:
+    runtime = with_spec(CLIENTLESS_RUNTIME, "spec.master", {"options": {"blob": "x" * MAX_ARG_STRLEN}})
+    with pytest.raises(RuntimeConfigTooLarge, match="MASTER_OPTIONS") as error:
+        build(DATASET, runtime, MOONCAKE_CLASS)
+    assert error.value.reason == "RuntimeConfigTooLarge"
