@@ -3,8 +3,10 @@
 A replica acts only while it holds the Lease. Another replica's claim is judged expired by *our*
 clock: from the moment we last saw the record change, not from the holder's timestamps, so clock
 skew between nodes cannot make two leaders. A leader that cannot renew within ``renew_deadline``
-stops acting (the process exits and is restarted); on a clean shutdown it releases the Lease so a
-standby takes over at once instead of after the lease duration.
+stops acting at once (its work is cancelled) and becomes a candidate again in the same process, its
+watch caches still warm: an API server outage longer than the deadline costs leadership, never the
+process (no restart, no crash loop). On a clean shutdown it releases the Lease so a standby takes over
+at once instead of after the lease duration.
 """
 
 from __future__ import annotations
@@ -61,7 +63,12 @@ class LeaderElector:
         """Wait for the Lease, then run ``lead()`` while renewing. Raises LostLeadership if the
         Lease slips away; returns when ``lead()`` returns (and releases the Lease)."""
         cfg = self.config
-        while not await self._try_acquire_or_renew():
+        while True:
+            try:
+                if await self._try_acquire_or_renew():
+                    break
+            except Exception as e:  # the API server away: a candidate waits it out, it never exits
+                log.warning("acquiring the lease failed: %s", e)
             await asyncio.sleep(cfg.retry_period)
         self.is_leader = True
         log.info("became leader", extra={"lease": f"{cfg.namespace}/{cfg.name}", "identity": cfg.identity})

@@ -15,6 +15,7 @@ import signal
 import socket
 import sys
 import time
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import kr8s.asyncio
@@ -214,19 +215,17 @@ async def run(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    acting = asyncio.create_task(elector.run(controller.lead) if args.leader_elect else controller.lead())
+    acting = asyncio.create_task(
+        compete(elector, controller.lead) if args.leader_elect else controller.lead()
+    )
     stopping = asyncio.create_task(stop.wait())
-    code = 0
     try:
         await asyncio.wait({acting, stopping}, return_when=asyncio.FIRST_COMPLETED)
         if acting.done():
             acting.result()
-    except LostLeadership as e:
-        log.error("%s; exiting so that a fresh process competes again", e)
-        code = 1
     finally:
         acting.cancel()
-        with contextlib.suppress(asyncio.CancelledError, LostLeadership):
+        with contextlib.suppress(asyncio.CancelledError):
             await acting
         if args.leader_elect:
             await elector.release()
@@ -235,7 +234,19 @@ async def run(args: argparse.Namespace) -> int:
         await asyncio.gather(*watches, return_exceptions=True)
         await health.close()
     log.info("stopped")
-    return code
+    return 0
+
+
+async def compete(elector: LeaderElector, lead: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Lead whenever this replica holds the Lease, for as long as the process lives. Leadership lost
+    (the API server away longer than the renew deadline) cancels the work and makes this replica a
+    candidate again: exiting instead would turn every long API outage into a restart of every replica."""
+    while True:
+        try:
+            await elector.run(lead)
+            return
+        except LostLeadership as e:
+            log.error("%s; stopped acting, competing for the lease again", e)
 
 
 def main(argv: list[str] | None = None) -> None:
