@@ -476,6 +476,68 @@ def _start_control_plane(cluster: Cluster) -> None:
     b, pki, p, kc = Path(cluster.bin_dir), cluster.pki, cluster.ports, str(cluster.kubeconfig)
     write_pki(pki)
     write_kubeconfig(cluster)
+    _start_storage(cluster)
+
+    auth = [f"--kubeconfig={kc}", f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}"]
+    log("starting kube-controller-manager, kube-scheduler, kwok")
+    start(
+        cluster,
+        "kube-controller-manager",
+        [
+            str(b / "kube-controller-manager"),
+            *auth,
+            "--bind-address=127.0.0.1",
+            f"--secure-port={p['controller-manager']}",
+            "--leader-elect=false",
+            f"--service-account-private-key-file={pki / 'sa.key'}",
+            f"--root-ca-file={pki / 'ca.crt'}",
+            f"--cluster-signing-cert-file={pki / 'ca.crt'}",
+            f"--cluster-signing-key-file={pki / 'ca.key'}",
+        ],
+    )
+    start(
+        cluster,
+        "kube-scheduler",
+        [
+            str(b / "kube-scheduler"),
+            *auth,
+            "--bind-address=127.0.0.1",
+            f"--secure-port={p['scheduler']}",
+            "--leader-elect=false",
+        ],
+    )
+    start(
+        cluster,
+        "kwok",
+        [
+            str(b / "kwok"),
+            f"--kubeconfig={kc}",
+            f"--config={b / 'stages.yaml'}",
+            "--manage-all-nodes=false",
+            f"--manage-nodes-with-annotation-selector={FAKE_NODE_ANNOTATION}=fake",
+            "--manage-nodes-with-label-selector=",
+            "--manage-single-node=",
+            "--cidr=10.244.0.0/16",
+            "--node-ip=10.240.0.10",
+            "--node-lease-duration-seconds=40",
+            f"--server-address=127.0.0.1:{p['kwok']}",
+        ],
+    )
+    for node in cluster.nodes:
+        status, body = api(cluster, "POST", "/api/v1/nodes", node_manifest(node))
+        if status not in (201, 409):
+            raise SystemExit(f"error: creating node {node}: HTTP {status}: {body.get('message', body)}")
+    everything = list(CONTROL_PLANE)
+    wait_for(
+        "kube-controller-manager /healthz", lambda: healthz(p["controller-manager"]), cluster, 60, everything
+    )
+    wait_for("kube-scheduler /healthz", lambda: healthz(p["scheduler"]), cluster, 60, everything)
+    wait_for(f"{len(cluster.nodes)} kwok nodes Ready", lambda: nodes_ready(cluster), cluster, 60, everything)
+
+
+def _start_storage(cluster: Cluster) -> None:
+    """etcd, then kube-apiserver, each waited for: at the first start, and again after ``restart_storage``."""
+    b, pki, p = Path(cluster.bin_dir), cluster.pki, cluster.ports
     etcd_url = f"http://127.0.0.1:{p['etcd']}"
     peer_url = f"http://127.0.0.1:{p['etcd-peer']}"
     log("starting etcd")
@@ -540,61 +602,17 @@ def _start_control_plane(cluster: Cluster) -> None:
         ["etcd", "kube-apiserver"],
     )
 
-    auth = [f"--kubeconfig={kc}", f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}"]
-    log("starting kube-controller-manager, kube-scheduler, kwok")
-    start(
-        cluster,
-        "kube-controller-manager",
-        [
-            str(b / "kube-controller-manager"),
-            *auth,
-            "--bind-address=127.0.0.1",
-            f"--secure-port={p['controller-manager']}",
-            "--leader-elect=false",
-            f"--service-account-private-key-file={pki / 'sa.key'}",
-            f"--root-ca-file={pki / 'ca.crt'}",
-            f"--cluster-signing-cert-file={pki / 'ca.crt'}",
-            f"--cluster-signing-key-file={pki / 'ca.key'}",
-        ],
-    )
-    start(
-        cluster,
-        "kube-scheduler",
-        [
-            str(b / "kube-scheduler"),
-            *auth,
-            "--bind-address=127.0.0.1",
-            f"--secure-port={p['scheduler']}",
-            "--leader-elect=false",
-        ],
-    )
-    start(
-        cluster,
-        "kwok",
-        [
-            str(b / "kwok"),
-            f"--kubeconfig={kc}",
-            f"--config={b / 'stages.yaml'}",
-            "--manage-all-nodes=false",
-            f"--manage-nodes-with-annotation-selector={FAKE_NODE_ANNOTATION}=fake",
-            "--manage-nodes-with-label-selector=",
-            "--manage-single-node=",
-            "--cidr=10.244.0.0/16",
-            "--node-ip=10.240.0.10",
-            "--node-lease-duration-seconds=40",
-            f"--server-address=127.0.0.1:{p['kwok']}",
-        ],
-    )
-    for node in cluster.nodes:
-        status, body = api(cluster, "POST", "/api/v1/nodes", node_manifest(node))
-        if status not in (201, 409):
-            raise SystemExit(f"error: creating node {node}: HTTP {status}: {body.get('message', body)}")
-    everything = list(CONTROL_PLANE)
-    wait_for(
-        "kube-controller-manager /healthz", lambda: healthz(p["controller-manager"]), cluster, 60, everything
-    )
-    wait_for("kube-scheduler /healthz", lambda: healthz(p["scheduler"]), cluster, 60, everything)
-    wait_for(f"{len(cluster.nodes)} kwok nodes Ready", lambda: nodes_ready(cluster), cluster, 60, everything)
+
+def restart_storage(cluster: Cluster) -> None:
+    """Stop kube-apiserver and etcd (SIGTERM, as ``down`` does) and start them again on the same ports
+    and the same etcd data: what a control-plane upgrade or a node reboot does to every client. The
+    fault tests use it to check that the product's processes reconnect on their own."""
+    storage = ("kube-apiserver", "etcd")
+    for name in storage:
+        stop([p for p in cluster.procs if p.name == name])
+    cluster.procs = [p for p in cluster.procs if p.name not in storage]
+    cluster.save()
+    _start_storage(cluster)
 
 
 def down(state_dir: Path) -> None:

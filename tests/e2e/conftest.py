@@ -155,3 +155,19 @@ def webhook(webhook_session: WebhookProcess, k8s: client.ApiClient) -> WebhookPr
         lambda: webhook_session.ca_bundle_patched(admission), "caBundle patched into the configuration"
     )
     return webhook_session
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The fault tests' figures (tests/e2e/test_faults.py), printed after the run so that CI's log and
+    a developer's terminal carry them: they are measurements, not pass/fail thresholds."""
+    import sys
+
+    faults = sys.modules.get("tests.e2e.test_faults")
+    recorded = getattr(faults, "FIGURES", None)
+    if not recorded:
+        return
+    terminalreporter.section("fault figures")
+    for scenario, values in recorded.items():
+        terminalreporter.line(f"{scenario}:")
+        for key, value in values.items():
+            terminalreporter.line(f"  {key.replace('_', ' ')}: {value}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
+import signal
 import socket
 import subprocess
 import sys
@@ -162,13 +163,19 @@ class CsiNode(LocalProcess):
             "--kubeconfig", str(self.kubeconfig), "--log-format", "text", *self.extra,
         ]  # fmt: skip
         env = {**os.environ, "CURVINE_STANDIN_DATA": str(self.data)}
+        # The log is appended to across restarts: only what this start writes says it serves.
+        offset = self.log.stat().st_size if self.log.exists() else 0
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env)
-        eventually(self._serving, f"node service {self.name} serving on {self.socket}", timeout=30)
+        eventually(
+            lambda: self._serving(offset), f"node service {self.name} serving on {self.socket}", timeout=30
+        )
 
-    def _serving(self) -> bool:
+    def _serving(self, offset: int) -> bool:
         assert self.alive(), f"node service exited; log: {self.log.read_text()[-3000:]}"
-        return "serving CSI on" in self.log.read_text()
+        with open(self.log, "rb") as f:
+            f.seek(offset)
+            return b"serving CSI on" in f.read()
 
     def mounts(self) -> list[str]:
         """Mount points under this node's root, from the kernel's table."""
@@ -176,6 +183,23 @@ class CsiNode(LocalProcess):
         with open("/proc/self/mountinfo") as f:
             points = [line.split()[4] for line in f]
         return [p for p in points if p == root or p.startswith(root + "/")]
+
+    def stop_leftovers(self) -> tuple[list[int], list[str]]:
+        """Kill this node's FUSE processes and unmount what is left under its root; returns both, as
+        they were found."""
+        fuse = self.fuse_pids()
+        for pid in fuse:
+            os.kill(pid, signal.SIGKILL)
+        leftover = self.mounts()
+        for point in reversed(leftover):
+            subprocess.run(["umount", "-l", point], check=False)
+        return fuse, leftover
+
+    def stop_leftovers_then_complain(self) -> None:
+        """Clean up first, then complain: a failed test must not leak into the next ones."""
+        fuse, leftover = self.stop_leftovers()
+        assert fuse == [], "a FUSE process outlived the volumes that used it"
+        assert leftover == [], f"mounts left behind: {leftover}"
 
     def fuse_pids(self) -> list[int]:
         """Live FUSE stand-ins of this node (their --mnt-path lies under its root)."""

@@ -86,15 +86,7 @@ def csi_node(
         yield node
     finally:
         node.stop()
-        # Clean up first, then complain: a failed test must not leak into the next ones.
-        fuse = node.fuse_pids()
-        for pid in fuse:
-            os.kill(pid, signal.SIGKILL)
-        leftover = node.mounts()
-        for point in reversed(leftover):
-            subprocess.run(["umount", "-l", point], check=False)
-        assert fuse == [], "a FUSE process outlived the volumes that used it"
-        assert leftover == [], f"mounts left behind: {leftover}"
+        node.stop_leftovers_then_complain()
 
 
 @pytest.fixture
