@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kubectl_fluid.api import names
-from webhook.collect import collect
+from webhook.collect import MAX_DATASETS_PER_POD, collect
 from webhook.errors import Denied
 from webhook.lookup import Lookup
 from webhook.patch import json_patch
@@ -55,14 +55,21 @@ def already_injected(pod: dict[str, Any]) -> bool:
     return labels.get(names.LABEL_INJECT_DONE) == names.TRUE
 
 
-def admit(pod: dict[str, Any], namespace: str, lookup: Lookup, profile: Profile) -> Outcome:
+def admit(
+    pod: dict[str, Any],
+    namespace: str,
+    lookup: Lookup,
+    profile: Profile,
+    *,
+    max_datasets: int = MAX_DATASETS_PER_POD,
+) -> Outcome:
     """Decide one Pod CREATE in ``namespace`` (the request's). ``pod`` is not changed."""
     group = route(pod)
     # Reinvocation and a second webhook see our own output: leave it alone (SPEC §4).
     if already_injected(pod):
         return Outcome(group)
     try:
-        datasets = collect(pod, namespace, lookup).datasets
+        datasets = collect(pod, namespace, lookup, max_datasets).datasets
     except Denied as refusal:
         return Outcome(group, denied=refusal.message)
     if group == CLIENTLESS and not datasets:
