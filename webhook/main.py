@@ -24,6 +24,7 @@ from webhook.cabundle import keep_ca_bundle_patched
 from webhook.cache import ClusterLookup
 from webhook.certsecret import ensure_secret, keep_secret_fresh
 from webhook.collect import MAX_DATASETS_PER_POD
+from webhook.loopwatch import LoopWatch
 from webhook.plugins import PLUGINS
 from webhook.profile import DEFAULT_PROFILE, Profile, ProfileError, load_profile
 from webhook.server import App
@@ -124,8 +125,10 @@ async def run(args: argparse.Namespace) -> int:
         ]
     lookup = ClusterLookup(api)
     background += [asyncio.create_task(c.run()) for c in lookup.caches()]
+    watch = LoopWatch(asyncio.get_running_loop())
+    watch.start()
     admission = Admission(lookup, profile, max_datasets=args.max_datasets_per_pod)
-    app = App(admission.review, ready=lookup.synced)
+    app = App(admission.review, ready=lookup.synced, live=watch.problem)
     config = uvicorn.Config(
         app,
         host=args.host,
@@ -151,6 +154,7 @@ async def run(args: argparse.Namespace) -> int:
     try:
         await server.serve()
     finally:
+        watch.stop()
         for task in background:
             task.cancel()
         with contextlib.suppress(Exception):
