@@ -19,13 +19,17 @@ from webhook.patch import json_patch
 from webhook.plugins.base import Context
 from webhook.podedit import working_copy
 from webhook.profile import Profile
-from webhook.routing import CLIENTLESS, Group, route
+from webhook.routing import CLIENTLESS, SERVERFUL, Group, route
 
 Result = Literal["mutated", "unchanged", "denied"]
 
 NO_DATASET_WARNING = (
     f"pod asks for injection ({names.LABEL_INJECT}={names.TRUE}) but names no dataset: "
     f"set annotation {names.ANNOTATION_DATASET}"
+)
+NO_FLUID_PVC_WARNING = (
+    f"pod asks for mount propagation ({names.LABEL_FUSE_SERVERFUL_INJECT}={names.TRUE}) but mounts no "
+    "Fluid PVC the webhook knows of: it is admitted unchanged"
 )
 
 
@@ -55,6 +59,11 @@ def already_injected(pod: dict[str, Any]) -> bool:
     return labels.get(names.LABEL_INJECT_DONE) == names.TRUE
 
 
+def asks_for_propagation(pod: dict[str, Any]) -> bool:
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return labels.get(names.LABEL_FUSE_SERVERFUL_INJECT) == names.TRUE
+
+
 def admit(
     pod: dict[str, Any],
     namespace: str,
@@ -69,16 +78,20 @@ def admit(
     if already_injected(pod):
         return Outcome(group)
     try:
-        datasets = collect(pod, namespace, lookup, max_datasets).datasets
+        collected = collect(pod, namespace, lookup, max_datasets)
     except Denied as refusal:
         return Outcome(group, denied=refusal.message)
+    datasets = collected.datasets
     if group == CLIENTLESS and not datasets:
         return Outcome(group, warnings=[NO_DATASET_WARNING])
+    warnings = []
+    if group == SERVERFUL and not collected.from_pvcs and asks_for_propagation(pod):
+        warnings.append(NO_FLUID_PVC_WARNING)
 
     plugins = profile.plugins(group, with_dataset=bool(datasets))
     if not plugins:
-        return Outcome(group, datasets=datasets)
-    ctx = Context(namespace, datasets, lookup)
+        return Outcome(group, warnings=warnings, datasets=datasets)
+    ctx = Context(namespace, datasets, lookup, warnings)
     work = working_copy(pod)
     run: list[str] = []
     for plugin in plugins:
