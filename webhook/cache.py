@@ -11,7 +11,8 @@ dropped with the admission. No store is shared between admissions, so none has t
 evicting what another admission has just fetched (the store this replaces was cleared at 1024
 entries, right after the insert of the admission that needed them). GETs are bounded instead: at most
 ``MAX_CONCURRENT_GETS`` in flight for the whole server, as a pod naming many datasets must not queue
-thousands of requests in the HTTP client's pool (which then spends its time managing the queue).
+thousands of requests in the HTTP client's pool (which then spends its time managing the queue), and
+no ConfigMap is asked for when its Dataset does not exist.
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 Kind = Literal["Dataset", "ConfigMap"]
-# Far above what steady state needs (none), enough for a burst of pods whose Datasets are new.
-MAX_CONCURRENT_GETS: Final = 16
+# Steady state needs none. Each GET costs the client a few ms of CPU (httpx, TLS), so more in flight
+# only opens more connections: measured on the local cluster, 128 GETs took 0.7-0.9 s at 1, 4 or 8 in
+# flight and 1.2-1.5 s at 16, with single GETs waiting up to 0.9 s.
+MAX_CONCURRENT_GETS: Final = 8
 
 
 class ClusterLookup:
@@ -69,20 +72,30 @@ class ClusterLookup:
     # -- misses
 
     async def prefetch(self, namespace: str, datasets: list[str]) -> Fetched:
-        """One GET for each Dataset (and its ConfigMap) the caches lack, at most
-        ``max_concurrent_gets`` at a time across all admissions; the Lookup to admit with."""
-        wanted: list[tuple[Kind, resources.Resource, str]] = []
-        for ds in datasets:
-            if self.datasets.get(namespace, ds) is None:
-                wanted.append(("Dataset", resources.DATASETS, ds))
-            cm = names.runtime_config_configmap(ds)
-            if self.configmaps.get(namespace, cm) is None:
-                wanted.append(("ConfigMap", resources.CONFIGMAPS, cm))
-        if not wanted:
-            return Fetched(self, {})
-        found = await asyncio.gather(*(self._bounded_get(r, namespace, n) for _, r, n in wanted))
-        fetched = {(kind, namespace, name): obj for (kind, _, name), obj in zip(wanted, found, strict=True)}
-        return Fetched(self, fetched)
+        """One GET for each Dataset the caches lack, then one for the ConfigMap of each Dataset that
+        exists and whose ConfigMap the caches lack (a missing Dataset is refused as such, so its
+        ConfigMap is never asked for); at most ``max_concurrent_gets`` at a time across all
+        admissions. Returns the Lookup to admit with."""
+        fetched: dict[tuple[Kind, str, str], Obj | None] = {}
+        await self._fetch(
+            fetched, "Dataset", namespace, [ds for ds in datasets if self.datasets.get(namespace, ds) is None]
+        )
+        view = Fetched(self, fetched)
+        configmaps = [names.runtime_config_configmap(ds) for ds in datasets if view.dataset(namespace, ds)]
+        await self._fetch(
+            fetched,
+            "ConfigMap",
+            namespace,
+            [cm for cm in configmaps if self.configmaps.get(namespace, cm) is None],
+        )
+        return view
+
+    async def _fetch(
+        self, into: dict[tuple[Kind, str, str], Obj | None], kind: Kind, namespace: str, wanted: list[str]
+    ) -> None:
+        resource = resources.DATASETS if kind == "Dataset" else resources.CONFIGMAPS
+        found = await asyncio.gather(*(self._bounded_get(resource, namespace, name) for name in wanted))
+        into.update(((kind, namespace, name), obj) for name, obj in zip(wanted, found, strict=True))
 
     async def _bounded_get(self, resource: resources.Resource, namespace: str, name: str) -> Obj | None:
         async with self._gets:

@@ -18,7 +18,7 @@ from kubectl_fluid.api import names
 from kubectl_fluid.kube import resources
 from tests.unit.webhook_samples import NS, dataset, default_profile, injection_pod, runtime_config
 from webhook.admission import Admission
-from webhook.cache import ClusterLookup
+from webhook.cache import MAX_CONCURRENT_GETS, ClusterLookup
 
 Obj = dict[str, Any]
 MAX_DENIAL_BYTES = 1024
@@ -136,7 +136,18 @@ def test_misses_are_fetched_with_bounded_concurrency() -> None:
     answers = asyncio.run(three_pods())
     assert all(a["response"]["allowed"] for a in answers)
     assert api.calls == 3 * 2 * 64
-    assert api.max_in_flight <= 16
+    assert api.max_in_flight == MAX_CONCURRENT_GETS
+
+
+def test_a_missing_dataset_costs_one_get_and_a_present_one_two() -> None:
+    api = FakeApi(_ready("ds1"))
+    admission = Admission(_lookup(api), default_profile())
+    assert (
+        _message(_answer(admission, injection_pod("ds9"))) == f'dataset "ds9" not found in namespace "{NS}"'
+    )
+    assert api.calls == 1
+    assert _answer(admission, injection_pod("ds1"))["allowed"]
+    assert api.calls == 3
 
 
 def _patched_volumes(response: Obj) -> list[str]:
