@@ -10,7 +10,6 @@ which the pod is denied with a reason of ours; every denial is cut to ``denials.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import logging
 from typing import Any, Final
@@ -61,8 +60,7 @@ class Admission:
             except Denied:
                 wanted = []  # the pipeline denies it again, with the message, and nothing is fetched
             try:
-                async with asyncio.timeout(self.lookup_deadline):
-                    lookup = await self.lookup.prefetch(namespace, wanted)
+                lookup = await self.lookup.prefetch(namespace, wanted, self.lookup_deadline)
             except TimeoutError:
                 return self._lookups_timed_out(uid, namespace, pod)
             outcome = admit(pod, namespace, lookup, self.profile, max_datasets=self.max_datasets)

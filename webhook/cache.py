@@ -71,28 +71,34 @@ class ClusterLookup:
 
     # -- misses
 
-    async def prefetch(self, namespace: str, datasets: list[str]) -> Fetched:
+    async def prefetch(self, namespace: str, datasets: list[str], deadline: float) -> Fetched:
         """One GET for each Dataset the caches lack, then one for the ConfigMap of each Dataset that
         exists and whose ConfigMap the caches lack (a missing Dataset is refused as such, so its
         ConfigMap is never asked for); at most ``max_concurrent_gets`` at a time across all
-        admissions. Returns the Lookup to admit with."""
+        admissions, all within ``deadline`` seconds (else TimeoutError). Returns the Lookup to admit
+        with. In steady state nothing is missing and nothing is awaited: not even a timer is set."""
         fetched: dict[tuple[Kind, str, str], Obj | None] = {}
-        await self._fetch(
-            fetched, "Dataset", namespace, [ds for ds in datasets if self.datasets.get(namespace, ds) is None]
-        )
         view = Fetched(self, fetched)
-        configmaps = [names.runtime_config_configmap(ds) for ds in datasets if view.dataset(namespace, ds)]
-        await self._fetch(
-            fetched,
-            "ConfigMap",
-            namespace,
-            [cm for cm in configmaps if self.configmaps.get(namespace, cm) is None],
-        )
+        missing = [ds for ds in datasets if self.datasets.get(namespace, ds) is None]
+        if not missing and all(self._has_configmap(namespace, ds) for ds in datasets):
+            return view
+        async with asyncio.timeout(deadline):
+            await self._fetch(fetched, "Dataset", namespace, missing)
+            present = [ds for ds in datasets if view.dataset(namespace, ds) is not None]
+            wanted = [
+                names.runtime_config_configmap(ds) for ds in present if not self._has_configmap(namespace, ds)
+            ]
+            await self._fetch(fetched, "ConfigMap", namespace, wanted)
         return view
+
+    def _has_configmap(self, namespace: str, dataset: str) -> bool:
+        return self.configmaps.get(namespace, names.runtime_config_configmap(dataset)) is not None
 
     async def _fetch(
         self, into: dict[tuple[Kind, str, str], Obj | None], kind: Kind, namespace: str, wanted: list[str]
     ) -> None:
+        if not wanted:
+            return
         resource = resources.DATASETS if kind == "Dataset" else resources.CONFIGMAPS
         found = await asyncio.gather(*(self._bounded_get(resource, namespace, name) for name in wanted))
         into.update(((kind, namespace, name), obj) for name, obj in zip(wanted, found, strict=True))
