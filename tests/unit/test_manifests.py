@@ -459,6 +459,16 @@ def test_webhook_deployment_flags_match_the_other_objects() -> None:
     assert security["capabilities"]["drop"] == ["ALL"]
 
 
+def test_webhook_deployment_args_are_the_webhook_s_own_flags() -> None:
+    from webhook.collect import MAX_DATASETS_PER_POD
+    from webhook.main import parse_args
+
+    args = parse_args(webhook_container()["args"])
+    assert args.max_datasets_per_pod == MAX_DATASETS_PER_POD == 64
+    with pytest.raises(SystemExit):
+        parse_args(["--max-datasets-per-pod=0"])
+
+
 def test_webhook_deployment_mounts_the_plugin_profile() -> None:
     deployment = one(WEBHOOK_DEPLOYMENT, "Deployment")
     configmap = one(WEBHOOK_PLUGINS, "ConfigMap")
