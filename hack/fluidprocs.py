@@ -78,11 +78,19 @@ def service_account_kubeconfig(cluster: Cluster, account: str) -> Path:
     return out
 
 
-def ready(port: int, ca: Path | None = None) -> bool:
+def ready(port: int, ca: Path | None = None, path: str = "/readyz", timeout: float = 2) -> bool:
     scheme = "https" if ca else "http"
     context = ssl.create_default_context(cafile=str(ca)) if ca else None
-    with urllib.request.urlopen(f"{scheme}://127.0.0.1:{port}/readyz", timeout=2, context=context) as r:
+    with urllib.request.urlopen(f"{scheme}://127.0.0.1:{port}{path}", timeout=timeout, context=context) as r:
         return bool(r.status == 200)
+
+
+def answers_healthz(port: int | None, ca: Path) -> bool:
+    """A live process can still be wedged (its event loop stuck): only /healthz tells."""
+    try:
+        return port is not None and ready(port, ca, "/healthz", timeout=3)
+    except (OSError, ValueError):  # refused, timed out, 503 (urllib's HTTPError is an OSError)
+        return False
 
 
 def ensure_controller(cluster: Cluster) -> None:
@@ -117,13 +125,19 @@ def ensure_webhook(cluster: Cluster) -> None:
     """fluid-webhook on 127.0.0.1 with a bootstrapped certificate, and the manifest's
     MutatingWebhookConfiguration registered with ``url:`` to it (no Service routes here)."""
     name = "fluid-webhook"
-    if any(p.name == name and p.alive() for p in cluster.procs):
+    cert_dir = cluster.state_dir / "webhook-certs"
+    running = [p for p in cluster.procs if p.name == name and p.alive()]
+    if running and answers_healthz(cluster.ports.get(name), cert_dir / "ca.crt"):
         return
+    if running:
+        from localcluster import stop
+
+        log(f"{name} runs but does not answer /healthz: restarting it")
+        stop(running, grace=5)
     cluster.procs = [p for p in cluster.procs if p.name != name]
     kubeconfig = service_account_kubeconfig(cluster, "fluid-webhook")
     port = free_ports([name])[name]
     cluster.ports[name] = port
-    cert_dir = cluster.state_dir / "webhook-certs"
     log(f"starting fluid-webhook (https://127.0.0.1:{port})")
     start(
         cluster,

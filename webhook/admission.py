@@ -2,19 +2,24 @@
 
 Fails closed: a pod that asked for injection and cannot get it is denied with the reason; an error
 of our own (a bug, an API outage on a cache miss) denies it too, never admits it unmutated.
+
+The API server waits ``timeoutSeconds`` (5) for the answer and then refuses the pod on its own, while
+we would go on working for nobody. Cache-miss GETs therefore get ``LOOKUP_DEADLINE`` seconds, after
+which the pod is denied with a reason of ours; every denial is cut to ``denials.MAX_DENIAL_BYTES``.
 """
 
 from __future__ import annotations
 
 import base64
 import logging
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
 from webhook import metrics
 from webhook.cache import ClusterLookup
-from webhook.collect import collect
+from webhook.collect import MAX_DATASETS_PER_POD, collect
+from webhook.denials import clamp, quote
 from webhook.errors import Denied
 from webhook.pipeline import admit
 from webhook.profile import Profile
@@ -22,10 +27,24 @@ from webhook.profile import Profile
 log = logging.getLogger(__name__)
 
 
+# Seconds for the cache-miss GETs of one admission: well inside the configuration's timeoutSeconds
+# (5), so the pod's author reads our reason rather than "context deadline exceeded".
+LOOKUP_DEADLINE: Final = 3.0
+
+
 class Admission:
-    def __init__(self, lookup: ClusterLookup, profile: Profile) -> None:
+    def __init__(
+        self,
+        lookup: ClusterLookup,
+        profile: Profile,
+        *,
+        max_datasets: int = MAX_DATASETS_PER_POD,
+        lookup_deadline: float = LOOKUP_DEADLINE,
+    ) -> None:
         self.lookup = lookup
         self.profile = profile
+        self.max_datasets = max_datasets
+        self.lookup_deadline = lookup_deadline
 
     async def review(self, review: dict[str, Any]) -> dict[str, Any]:
         request = review["request"]
@@ -37,18 +56,21 @@ class Admission:
             return _answer(uid, allowed=True)
         try:
             try:
-                wanted = collect(pod, namespace, self.lookup).datasets
+                wanted = collect(pod, namespace, self.lookup, self.max_datasets).datasets
             except Denied:
-                wanted = []  # the pipeline denies it again, with the message
-            await self.lookup.prefetch(namespace, wanted)
-            outcome = admit(pod, namespace, self.lookup, self.profile)
+                wanted = []  # the pipeline denies it again, with the message, and nothing is fetched
+            try:
+                lookup = await self.lookup.prefetch(namespace, wanted, self.lookup_deadline)
+            except TimeoutError:
+                return self._lookups_timed_out(uid, namespace, pod)
+            outcome = admit(pod, namespace, lookup, self.profile, max_datasets=self.max_datasets)
         except Exception as e:
             log.exception("admission failed", extra={"namespace": namespace, "pod": _pod_name(pod)})
             metrics.ADMISSIONS.labels("unknown", "", "error").inc()
             return _answer(
                 uid,
                 allowed=False,
-                message=f"fluid webhook could not inject pod {_pod_name(pod)}: {e}; "
+                message=f"fluid webhook could not inject pod {quote(_pod_name(pod))}: {e}; "
                 "retry, or check the webhook's logs",
             )
         plugins = ",".join(outcome.plugins_run)
@@ -56,12 +78,23 @@ class Admission:
             metrics.ADMISSIONS.labels(outcome.group, plugins, "denied").inc()
             log.info(
                 "denied",
-                extra={"namespace": namespace, "pod": _pod_name(pod), "reason": outcome.denied},
+                extra={"namespace": namespace, "pod": _pod_name(pod), "reason": clamp(outcome.denied)},
             )
             return _answer(uid, allowed=False, message=outcome.denied, warnings=outcome.warnings)
         result = "mutated" if outcome.patch else "unchanged"
         metrics.ADMISSIONS.labels(outcome.group, plugins, result).inc()
         return _answer(uid, allowed=True, patch=outcome.patch, warnings=outcome.warnings)
+
+    def _lookups_timed_out(self, uid: str, namespace: str, pod: dict[str, Any]) -> dict[str, Any]:
+        metrics.ADMISSIONS.labels("unknown", "", "error").inc()
+        log.warning("cache-miss lookups timed out", extra={"namespace": namespace, "pod": _pod_name(pod)})
+        return _answer(
+            uid,
+            allowed=False,
+            message=f"fluid webhook could not read the datasets of pod {quote(_pod_name(pod))} from "
+            f"the API server within {self.lookup_deadline:g}s; retry, or check the API server and "
+            "the webhook's logs",
+        )
 
 
 def _pod_name(pod: dict[str, Any]) -> str:
@@ -82,7 +115,7 @@ def _answer(
         response["patchType"] = "JSONPatch"
         response["patch"] = base64.b64encode(orjson.dumps(patch)).decode()
     if message is not None:
-        response["status"] = {"code": 403, "reason": "Forbidden", "message": message}
+        response["status"] = {"code": 403, "reason": "Forbidden", "message": clamp(message)}
     if warnings:
         response["warnings"] = warnings
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}

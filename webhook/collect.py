@@ -2,23 +2,33 @@
 
 Cross-namespace references: a dataset is only ever read from the pod's own namespace (a pod must not
 read another team's configuration by naming it). The syntax detected is ``namespace/name``: ``/`` can
-never appear in an object name, so it is unambiguous. ``name.namespace`` is *not* treated as a
-reference, because ``.`` is legal inside a Dataset name; such an entry is looked up as a plain name
-and, if there is no such dataset, refused as missing. ``team-a/ds1`` in namespace ``team-a`` names the
+never appear in an object name, so it is unambiguous. ``team-a/ds1`` in namespace ``team-a`` names the
 pod's own namespace and is accepted as ``ds1``.
+
+Everything a pod's annotations name is checked before anything is looked up, because each name may
+cost the server a GET: at most ``MAX_DATASETS_PER_POD`` datasets (a setting), and each a Dataset name
+(a DNS-1035 label of at most 42 characters, as the CRD demands). ``ds1.other`` is therefore refused as
+a name no Dataset can have, not looked up. Names reached through PVCs are taken as they are: they come
+from the watch cache, cost nothing, and a Dataset made under an older CRD still has its pods served.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
-from kubectl_fluid.api import datasetrefs
+from kubectl_fluid.api import datasetrefs, names
 from kubectl_fluid.api.datasetrefs import is_dataset_pvc
+from webhook.denials import quote, some
 from webhook.errors import Denied
 from webhook.lookup import Lookup
 
 _NAMESPACE_SEPARATOR = "/"
+# The default of ``fluid-webhook --max-datasets-per-pod``: far above what a workload uses, far below
+# what would let one pod keep the server busy.
+MAX_DATASETS_PER_POD: Final = 64
+# How much of a denial lists the entries at fault.
+_LISTING_BUDGET: Final = 400
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,20 +83,50 @@ def _local_names(entries: list[str], namespace: str) -> list[str]:
         else:
             foreign.append(entry)
     if foreign:
-        refs = ", ".join(f'"{entry}"' for entry in foreign)
+        refs = some([quote(entry) for entry in foreign], ", ", _LISTING_BUDGET)
         many = len(foreign) > 1
         subject = f"dataset references {refs} point" if many else f"dataset reference {refs} points"
         raise Denied(
             f"{subject} to another namespace: datasets are read only from the pod's namespace "
-            f'"{namespace}"; create the Dataset there and name it without a "namespace/" prefix'
+            f'{quote(namespace)}; create the Dataset there and name it without a "namespace/" prefix'
         )
     return sorted(set(local))
 
 
-def collect(pod: dict[str, Any], namespace: str, lookup: Lookup) -> Collected:
+def _check_count(count: int, limit: int) -> None:
+    if count > limit:
+        raise Denied(
+            f"pod names {count} datasets; at most {limit} are allowed per pod "
+            "(fluid-webhook --max-datasets-per-pod): split the workload, or ask the cluster's "
+            "administrator to raise the limit"
+        )
+
+
+def _check_names(datasets: list[str]) -> None:
+    """Refuse names no Dataset can have, grouped by the rule they break (one sentence per rule)."""
+    broken: dict[str, list[str]] = {}
+    for dataset in datasets:
+        problem = names.dataset_name_error(dataset)
+        if problem is not None:
+            broken.setdefault(problem, []).append(quote(dataset))
+    if broken:
+        sentences = [
+            f"dataset name{'s' if len(bad) > 1 else ''} {some(bad, ', ', _LISTING_BUDGET // len(broken))}: "
+            f"{rule}"
+            for rule, bad in broken.items()
+        ]
+        raise Denied("; ".join(sentences))
+
+
+def collect(
+    pod: dict[str, Any], namespace: str, lookup: Lookup, max_datasets: int = MAX_DATASETS_PER_POD
+) -> Collected:
     """All datasets of the pod in ``namespace`` (the AdmissionRequest's, as a pod created by a
-    controller has none in its object). Raises Denied for a reference to another namespace."""
+    controller has none in its object). Raises Denied for a reference to another namespace, for more
+    than ``max_datasets`` datasets, and for an annotation entry that cannot be a Dataset name."""
     from_annotation = _local_names(requested_datasets(pod), namespace)
+    _check_count(len(from_annotation), max_datasets)
+    _check_names(from_annotation)
     from_pvcs = pvc_datasets(pod, namespace, lookup)
     if not from_pvcs:
         datasets = from_annotation
@@ -94,4 +134,5 @@ def collect(pod: dict[str, Any], namespace: str, lookup: Lookup) -> Collected:
         datasets = from_pvcs
     else:
         datasets = sorted(set(from_annotation).union(from_pvcs))
+    _check_count(len(datasets), max_datasets)
     return Collected(from_annotation, from_pvcs, datasets)

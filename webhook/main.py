@@ -23,6 +23,8 @@ from webhook.admission import Admission
 from webhook.cabundle import keep_ca_bundle_patched
 from webhook.cache import ClusterLookup
 from webhook.certsecret import ensure_secret, keep_secret_fresh
+from webhook.collect import MAX_DATASETS_PER_POD
+from webhook.loopwatch import LoopWatch
 from webhook.plugins import PLUGINS
 from webhook.profile import DEFAULT_PROFILE, Profile, ProfileError, load_profile
 from webhook.server import App
@@ -61,11 +63,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--profile", help="plugin profile (YAML); default: the built-in profile")
     p.add_argument(
+        "--max-datasets-per-pod",
+        type=_positive,
+        default=MAX_DATASETS_PER_POD,
+        help=f"refuse pods naming or mounting more datasets (default {MAX_DATASETS_PER_POD})",
+    )
+    p.add_argument(
         "--health-port", type=int, help="accepted for manifest symmetry: health is served on --port"
     )
     p.add_argument("--log-level", default="info")
     p.add_argument("--log-format", choices=["json", "text"], default="json")
     return p.parse_args(argv)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def read_profile(path: str | None) -> Profile:
@@ -110,7 +125,10 @@ async def run(args: argparse.Namespace) -> int:
         ]
     lookup = ClusterLookup(api)
     background += [asyncio.create_task(c.run()) for c in lookup.caches()]
-    app = App(Admission(lookup, profile).review, ready=lookup.synced)
+    watch = LoopWatch(asyncio.get_running_loop())
+    watch.start()
+    admission = Admission(lookup, profile, max_datasets=args.max_datasets_per_pod)
+    app = App(admission.review, ready=lookup.synced, live=watch.problem)
     config = uvicorn.Config(
         app,
         host=args.host,
@@ -136,6 +154,7 @@ async def run(args: argparse.Namespace) -> int:
     try:
         await server.serve()
     finally:
+        watch.stop()
         for task in background:
             task.cancel()
         with contextlib.suppress(Exception):

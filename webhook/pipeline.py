@@ -12,20 +12,24 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kubectl_fluid.api import names
-from webhook.collect import collect
+from webhook.collect import MAX_DATASETS_PER_POD, collect
 from webhook.errors import Denied
 from webhook.lookup import Lookup
 from webhook.patch import json_patch
 from webhook.plugins.base import Context
 from webhook.podedit import working_copy
 from webhook.profile import Profile
-from webhook.routing import CLIENTLESS, Group, route
+from webhook.routing import CLIENTLESS, SERVERFUL, Group, route
 
 Result = Literal["mutated", "unchanged", "denied"]
 
 NO_DATASET_WARNING = (
     f"pod asks for injection ({names.LABEL_INJECT}={names.TRUE}) but names no dataset: "
     f"set annotation {names.ANNOTATION_DATASET}"
+)
+NO_FLUID_PVC_WARNING = (
+    f"pod asks for mount propagation ({names.LABEL_FUSE_SERVERFUL_INJECT}={names.TRUE}) but mounts no "
+    "Fluid PVC the webhook knows of: it is admitted unchanged"
 )
 
 
@@ -55,23 +59,39 @@ def already_injected(pod: dict[str, Any]) -> bool:
     return labels.get(names.LABEL_INJECT_DONE) == names.TRUE
 
 
-def admit(pod: dict[str, Any], namespace: str, lookup: Lookup, profile: Profile) -> Outcome:
+def asks_for_propagation(pod: dict[str, Any]) -> bool:
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return labels.get(names.LABEL_FUSE_SERVERFUL_INJECT) == names.TRUE
+
+
+def admit(
+    pod: dict[str, Any],
+    namespace: str,
+    lookup: Lookup,
+    profile: Profile,
+    *,
+    max_datasets: int = MAX_DATASETS_PER_POD,
+) -> Outcome:
     """Decide one Pod CREATE in ``namespace`` (the request's). ``pod`` is not changed."""
     group = route(pod)
     # Reinvocation and a second webhook see our own output: leave it alone (SPEC §4).
     if already_injected(pod):
         return Outcome(group)
     try:
-        datasets = collect(pod, namespace, lookup).datasets
+        collected = collect(pod, namespace, lookup, max_datasets)
     except Denied as refusal:
         return Outcome(group, denied=refusal.message)
+    datasets = collected.datasets
     if group == CLIENTLESS and not datasets:
         return Outcome(group, warnings=[NO_DATASET_WARNING])
+    warnings = []
+    if group == SERVERFUL and not collected.from_pvcs and asks_for_propagation(pod):
+        warnings.append(NO_FLUID_PVC_WARNING)
 
     plugins = profile.plugins(group, with_dataset=bool(datasets))
     if not plugins:
-        return Outcome(group, datasets=datasets)
-    ctx = Context(namespace, datasets, lookup)
+        return Outcome(group, warnings=warnings, datasets=datasets)
+    ctx = Context(namespace, datasets, lookup, warnings)
     work = working_copy(pod)
     run: list[str] = []
     for plugin in plugins:

@@ -29,9 +29,14 @@ class BadRequest(Exception):
 
 
 class App:
-    def __init__(self, review: Review, ready: Callable[[], bool]) -> None:
+    """``live`` says why the server is not alive (``webhook.loopwatch``), or None when it is."""
+
+    def __init__(
+        self, review: Review, ready: Callable[[], bool], live: Callable[[], str | None] = lambda: None
+    ) -> None:
         self.review = review
         self.ready = ready
+        self.live = live
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -46,7 +51,8 @@ class App:
                 return
             await self._admit(receive, send)
         elif path in ("/healthz", "/livez"):
-            await _respond(send, 200, b"ok\n")
+            problem = self.live()
+            await _respond(send, 503 if problem else 200, f"{problem or 'ok'}\n".encode())
         elif path == "/readyz":
             ok = self.ready()
             await _respond(send, 200 if ok else 503, b"ok\n" if ok else b"caches not synced\n")

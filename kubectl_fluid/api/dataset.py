@@ -78,12 +78,17 @@ class DatasetStatus(KubeModel):
     conditions: list[Condition] = Field(default_factory=list)
 
 
+# The same rules as ``names.dataset_name_error``, each with a message saying why it exists.
 _NAME_RULE: dict[str, Any] = {
     "x-kubernetes-validations": [
         {
             "rule": f"size(self.metadata.name) <= {names.MAX_DATASET_NAME_LENGTH}",
             "message": names.DATASET_NAME_TOO_LONG_MESSAGE,
-        }
+        },
+        {
+            "rule": f"self.metadata.name.matches('{names.DNS_1035_LABEL_PATTERN}')",
+            "message": names.DATASET_NAME_NOT_DNS_1035_MESSAGE,
+        },
     ]
 }
 

@@ -10,6 +10,7 @@ with a hash suffix (see ``fit_63``) instead of failing, so odd but legal names s
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Final, Literal
 
 # --- API group ------------------------------------------------------------------------------------
@@ -23,6 +24,8 @@ DNS_LABEL_MAX: Final = 63
 TRUE: Final = "true"
 LABEL_INJECT: Final = "fluid.io/inject"
 LABEL_SERVERLESS_INJECT: Final = "serverless.fluid.io/inject"
+# Pods that mount Fluid PVCs ask for mount propagation with it (upstream's serverful label).
+LABEL_FUSE_SERVERFUL_INJECT: Final = "fuse.serverful.fluid.io/inject"
 LABEL_INJECT_DONE: Final = "done.sidecar.fluid.io/inject"
 ANNOTATION_DATASET: Final = "fluid.io/dataset"
 # Fluid's own spelling of the same annotation; accepted on input, never written.
@@ -33,6 +36,12 @@ FUSE_CONTAINER_PREFIX: Final = "fluid-fuse"
 
 WEBHOOK_MUTATE_PATH: Final = "/mutate-fluid-io-v1alpha1-schedulepod"
 WEBHOOK_PLUGINS_CONFIGMAP: Final = "webhook-plugins"
+# The configuration's entries, as upstream names them, by the label each one's objectSelector matches.
+WEBHOOK_ENTRIES: Final = {
+    "clientless.fluid.io": LABEL_INJECT,
+    "fuse.serverful.fluid.io": LABEL_FUSE_SERVERFUL_INJECT,
+    "sidecar.fuse.fluid.io": LABEL_SERVERLESS_INJECT,
+}
 # The MutatingWebhookConfiguration, the Service in front of the replicas, and the Secret holding the
 # shared CA and serving certificate that ``--bootstrap-certs`` keeps (SPEC §4, TLS).
 WEBHOOK_NAME: Final = "fluid-pod-admission-webhook"
@@ -58,6 +67,16 @@ DATASET_NAME_TOO_LONG_MESSAGE: Final = (
     f"a Dataset name may have at most {MAX_DATASET_NAME_LENGTH} characters: its runtime config "
     f"ConfigMap and pod volume are named {RUNTIME_CONFIG_PREFIX}<name>, which must fit "
     f"{DNS_LABEL_MAX} characters"
+)
+
+# Services and StatefulSets are named after the Dataset, and a Service name is a DNS-1035 label (no
+# leading digit, no "."), as upstream Fluid checks it. The CRD enforces this too, in CEL (RE2 syntax).
+DNS_1035_LABEL_PATTERN: Final = "^[a-z]([-a-z0-9]*[a-z0-9])?$"
+_DNS_1035_LABEL: Final = re.compile(DNS_1035_LABEL_PATTERN)
+DATASET_NAME_NOT_DNS_1035_MESSAGE: Final = (
+    "a Dataset name must be a DNS-1035 label: lowercase letters, digits and '-', starting with a "
+    "letter and ending with a letter or digit (no '.'), because its Services, StatefulSets and pod "
+    "volumes are named after it"
 )
 
 # Application pods (one directory per dataset, so several datasets never collide).
@@ -219,9 +238,12 @@ def runtime_config_env_names(dataset: str) -> tuple[str, ...]:
 
 
 def dataset_name_error(name: str) -> str | None:
-    """Why ``name`` cannot be a Dataset name, or None. Mirrors the CRD's CEL rule for callers that
-    validate before the API server does (the plugin, the controller on objects from older CRDs)."""
-    return DATASET_NAME_TOO_LONG_MESSAGE if len(name) > MAX_DATASET_NAME_LENGTH else None
+    """Why ``name`` cannot be a Dataset name, or None. Mirrors the CRD's CEL rules for callers that
+    validate before the API server does (the webhook, the plugin, the controller on objects from
+    older CRDs). Length first: it also bounds the work of the pattern on hostile input."""
+    if len(name) > MAX_DATASET_NAME_LENGTH:
+        return DATASET_NAME_TOO_LONG_MESSAGE
+    return None if _DNS_1035_LABEL.fullmatch(name) else DATASET_NAME_NOT_DNS_1035_MESSAGE
 
 
 def secret_mount_dir(secret: str) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kubectl_fluid.api import names
-from kubectl_fluid.api.datasetrefs import configmap_problem, dataset_not_found
+from kubectl_fluid.api.datasetrefs import configmap_problem, dataset_not_found, is_dataset_pvc
 from kubectl_fluid.cli.errors import ApiError
 from kubectl_fluid.kube import resources
 
@@ -28,6 +28,16 @@ def dataset_problem(api: Api, namespace: str, dataset: str) -> str | None:
         return dataset_not_found(dataset, namespace)
     configmap = api.get(resources.CONFIGMAPS.object_path(namespace, names.runtime_config_configmap(dataset)))
     return configmap_problem(dataset, configmap)
+
+
+def fluid_claims(api: Api, namespace: str, claims: list[str]) -> list[str]:
+    """The claims among ``claims`` that are Fluid PVCs (one GET each; a missing one is not)."""
+    found = []
+    for claim in claims:
+        pvc = api.get(resources.PERSISTENT_VOLUME_CLAIMS.object_path(namespace, claim))
+        if pvc is not None and is_dataset_pvc(pvc):
+            found.append(claim)
+    return found
 
 
 def what_to_do(problem: str, namespace: str) -> str:
@@ -78,10 +88,10 @@ def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, st
     return all(_expression_matches(e, labels) for e in selector.get("matchExpressions") or ())
 
 
-def webhook_problem(api: Api, namespace: str) -> tuple[str | None, bool]:
-    """(why pods created in ``namespace`` would not reach the webhook, whether the namespace itself is
-    excluded). What RBAC hides gives (None, False): the plugin cannot tell, and says nothing rather
-    than guess."""
+def webhook_problem(api: Api, namespace: str, label: str = names.LABEL_INJECT) -> tuple[str | None, bool]:
+    """(why pods labelled ``label: "true"`` created in ``namespace`` would not reach the webhook,
+    whether the namespace itself is excluded). What RBAC hides gives (None, False): the plugin cannot
+    tell, and says nothing rather than guess."""
     try:
         config = api.get(resources.MUTATING_WEBHOOK_CONFIGURATIONS.object_path(None, names.WEBHOOK_NAME))
     except ApiError:
@@ -99,7 +109,15 @@ def webhook_problem(api: Api, namespace: str) -> tuple[str | None, bool]:
         ns = None
     if ns is not None:
         labels.update((ns.get("metadata") or {}).get("labels") or {})
-    hooks = config.get("webhooks") or []
+    entries = config.get("webhooks") or []
+    hooks = [h for h in entries if selector_matches(h.get("objectSelector"), {label: names.TRUE})]
+    if entries and not hooks:
+        return (
+            f"the MutatingWebhookConfiguration {names.WEBHOOK_NAME} has no entry for pods labelled "
+            f"{label}={names.TRUE}, so they are created unchanged; install the current fluid-webhook "
+            "manifests",
+            False,
+        )
     if hooks and not any(selector_matches(h.get("namespaceSelector"), labels) for h in hooks):
         return (
             f'fluid-webhook does not serve namespace "{namespace}" (its namespaceSelector excludes it)',

@@ -4,6 +4,12 @@ Adds ``fluid.io/inject: "true"`` and ``fluid.io/dataset`` to the pod template wi
 after checking that every dataset exists and has its runtime config (the webhook would refuse the
 pods otherwise); prints what changed. ``--remove`` takes them away, ``--dry-run`` prints the patch,
 ``--wait`` follows the rollout.
+
+``--fuse`` is the other injection, for workloads that mount Fluid PVCs (FUSE datasets): it adds
+``fuse.serverful.fluid.io/inject: "true"``, for which the webhook sets ``mountPropagation:
+HostToContainer`` on those mounts, so a FUSE mount re-made on the node reaches running containers.
+It checks first that the template mounts a Fluid PVC, and refuses a template labelled
+``fluid.io/inject`` (the webhook handles such pods as clientless, where propagation is not set).
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ Examples:
   kubectl fluid inject sts/db --dataset ds1,ds2 -n team-a --wait
   kubectl fluid inject deploy/app --dataset ds1 --dry-run
   kubectl fluid inject deploy/app --remove
+  kubectl fluid inject deploy/trainer --fuse
+  kubectl fluid inject deploy/trainer --fuse --remove
 """
 
 
@@ -60,7 +68,17 @@ def parse_datasets(values: tuple[str, ...]) -> list[str]:
     shell_complete=complete.dataset_list,
     help="Datasets whose runtime config the pods get (repeatable; comma-separated).",
 )
-@click.option("--remove", is_flag=True, help="Take the datasets (all without --dataset) away again.")
+@click.option(
+    "--fuse",
+    is_flag=True,
+    help="Instead of datasets: label the template so that mounts of Fluid PVCs get mountPropagation "
+    "HostToContainer (a FUSE re-mount then reaches running containers).",
+)
+@click.option(
+    "--remove",
+    is_flag=True,
+    help="Take the datasets (all without --dataset), or with --fuse its label, away.",
+)
 @click.option(
     "--dry-run",
     type=click.Choice(["none", "client", "server"]),
@@ -75,31 +93,48 @@ def inject(
     *,
     workload: tuple[str, ...],
     datasets: tuple[str, ...],
+    fuse: bool,
     remove: bool,
     dry_run: str,
     wait: bool,
     timeout: str,
     settings: Settings,
 ) -> None:
-    """Give a workload's pods datasets' runtime config.
+    """Give a workload's pods datasets' runtime config (or, with --fuse, mount propagation).
 
     WORKLOAD is KIND/NAME (or KIND NAME) with KIND one of deploy, sts, ds, job, cronjob. The
     pod template gets the label fluid.io/inject=true and the annotation fluid.io/dataset; the
     webhook then injects every new pod. Running pods are replaced by the workload's own rollout.
+
+    With --fuse the template gets the label fuse.serverful.fluid.io/inject=true instead, and the
+    webhook sets mountPropagation HostToContainer on the mounts of Fluid PVCs in every new pod.
     """
     from kubectl_fluid.cli.workloads import parse_target
 
     target = parse_target(workload)
     wanted = parse_datasets(datasets)
-    if not remove and not wanted:
-        raise click.UsageError("--dataset is required (or --remove to take datasets away)")
+    if fuse and wanted:
+        raise click.UsageError(
+            "--fuse and --dataset are separate injections: a pod labelled fluid.io/inject is handled as "
+            "clientless, where mount propagation is not set"
+        )
+    if not remove and not wanted and not fuse:
+        raise click.UsageError("--dataset or --fuse is required (or --remove to take datasets away)")
     try:
         wait_seconds = parse_duration(timeout)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--timeout") from None
     session = settings.open()
     with session.api:
-        obj = _apply(session, target, datasets=wanted, remove=remove, dry_run=dry_run, output=settings.output)
+        obj = _apply(
+            session,
+            target,
+            datasets=wanted,
+            fuse=fuse,
+            remove=remove,
+            dry_run=dry_run,
+            output=settings.output,
+        )
         if wait and dry_run == "none":
             _wait(session, target, obj, wait_seconds)
 
@@ -140,30 +175,64 @@ def _check_datasets(session: Session, datasets: list[str]) -> None:
         raise CliError(f"{'; '.join(problems)}: {what_to_do(problems[0], session.namespace)}")
 
 
-def _check_webhook(session: Session) -> None:
+def _check_fuse(session: Session, target: Target, obj: dict[str, Any]) -> None:
+    """The template mounts a Fluid PVC, and is not one the webhook handles as clientless."""
+    from kubectl_fluid.api import names
+    from kubectl_fluid.cli.checks import fluid_claims
+    from kubectl_fluid.cli.injection import template_of
+    from kubectl_fluid.cli.podview import claim_names, metadata
+
+    template = template_of(obj, target.kind.template_path)
+    labels, _ = metadata(template)
+    if labels.get(names.LABEL_INJECT) == names.TRUE:
+        raise CliError(
+            f"{target}'s pods are labelled {names.LABEL_INJECT}={names.TRUE}: the webhook handles them as "
+            "clientless, where mount propagation is not set; take that injection away first (--remove)"
+        )
+    claims = claim_names(template)
+    if not fluid_claims(session.api, session.namespace, claims):
+        mounted = f"its PVCs ({', '.join(claims)}) are not" if claims else "it mounts no PVC, so none is"
+        raise CliError(
+            f"{target} mounts no Fluid PVC: {mounted} a dataset's PVC (labelled {names.LABEL_DATASET_ID}); "
+            "--fuse sets mount propagation on such mounts only: mount the dataset's PVC (named like the "
+            "Dataset) first"
+        )
+
+
+def _check_webhook(session: Session, label: str) -> None:
     from kubectl_fluid.cli.checks import webhook_problem
     from kubectl_fluid.cli.output import warn
 
-    problem, excluded = webhook_problem(session.api, session.namespace)
+    problem, excluded = webhook_problem(session.api, session.namespace, label)
     if problem and excluded:
         raise CliError(f"{problem}: injecting there has no effect; run the workload in another namespace")
     if problem:
         warn(problem)
 
 
-def _plan(target: Target, obj: dict[str, Any], datasets: list[str], remove: bool) -> Plan:
-    from kubectl_fluid.cli.injection import plan_inject, plan_remove, template_of
+def _plan(target: Target, obj: dict[str, Any], datasets: list[str], fuse: bool, remove: bool) -> Plan:
+    from kubectl_fluid.cli.injection import plan_fuse, plan_fuse_remove, plan_inject, plan_remove, template_of
     from kubectl_fluid.cli.podview import metadata
 
     labels, annotations = metadata(template_of(obj, target.kind.template_path))
+    if fuse:
+        return plan_fuse_remove(labels, annotations) if remove else plan_fuse(labels, annotations)
     if remove:
         return plan_remove(labels, annotations, datasets or None)
     return plan_inject(labels, annotations, datasets)
 
 
 def _apply(
-    session: Session, target: Target, *, datasets: list[str], remove: bool, dry_run: str, output: str | None
+    session: Session,
+    target: Target,
+    *,
+    datasets: list[str],
+    fuse: bool,
+    remove: bool,
+    dry_run: str,
+    output: str | None,
 ) -> dict[str, Any]:
+    from kubectl_fluid.api import names
     from kubectl_fluid.cli.errors import ApiError
     from kubectl_fluid.cli.output import dump, write
     from kubectl_fluid.cli.transport import MERGE_PATCH
@@ -171,11 +240,14 @@ def _apply(
     resource = target.kind.resource
     obj = _read(session, target)
     _check_job(target, obj)
-    if not remove:
+    if not remove and fuse:
+        _check_fuse(session, target, obj)
+        _check_webhook(session, names.LABEL_FUSE_SERVERFUL_INJECT)
+    elif not remove:
         _check_datasets(session, datasets)
-        _check_webhook(session)
+        _check_webhook(session, names.LABEL_INJECT)
     for attempt in range(CONFLICT_RETRIES):
-        plan = _plan(target, obj, datasets, remove)
+        plan = _plan(target, obj, datasets, fuse, remove)
         if dry_run == "client":
             _warn_absent(target, plan, datasets if remove else [])
             _report(target, plan, "(dry run)")

@@ -9,6 +9,9 @@ Decisions (SPEC §6 says "adds the label and annotation"):
   (it marks pods already injected), so injecting removes it.
 - ``--remove`` without datasets removes the label and both annotations; with datasets, only those,
   and the label too when none is left.
+- ``--fuse`` adds ``fuse.serverful.fluid.io/inject`` (the webhook then sets HostToContainer on mounts of
+  Fluid PVCs) and, as injecting does, drops the done label; ``--remove --fuse`` removes that label
+  only. Neither touches the datasets named.
 """
 
 from __future__ import annotations
@@ -127,6 +130,24 @@ def plan_remove(
         before=before,
         after=after,
     )
+
+
+def plan_fuse(labels: Mapping[str, str], annotations: Mapping[str, str]) -> Plan:
+    want_labels: dict[str, str | None] = {names.LABEL_FUSE_SERVERFUL_INJECT: names.TRUE}
+    if names.LABEL_INJECT_DONE in labels:
+        want_labels[names.LABEL_INJECT_DONE] = None
+    return _unchanged_datasets(labels, annotations, want_labels)
+
+
+def plan_fuse_remove(labels: Mapping[str, str], annotations: Mapping[str, str]) -> Plan:
+    return _unchanged_datasets(labels, annotations, {names.LABEL_FUSE_SERVERFUL_INJECT: None})
+
+
+def _unchanged_datasets(
+    labels: Mapping[str, str], annotations: Mapping[str, str], want_labels: dict[str, str | None]
+) -> Plan:
+    named = requested_datasets(annotations)
+    return _plan(labels, annotations, want_labels=want_labels, want_annotations={}, before=named, after=named)
 
 
 def _same_datasets(annotations: Mapping[str, str], datasets: Sequence[str]) -> bool:

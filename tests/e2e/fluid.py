@@ -256,15 +256,16 @@ class WebhookProcess(LocalProcess):
         self.ca = cert_dir / "ca.crt"
 
     def register(self, copies: int = 1) -> None:
-        """The manifest's configuration pointed at this process; ``copies`` > 1 repeats its webhook
-        (as a second webhook would), so the API server calls us that many times per pod."""
+        """The manifest's configuration pointed at this process, every entry of it; ``copies`` > 1
+        repeats each entry (as a second webhook would), so the API server calls us that many times
+        per pod."""
         config = yaml.safe_load((MANIFESTS / "webhook" / "mutatingwebhookconfiguration.yaml").read_text())
         config["metadata"]["name"] = self.config_name
-        hook = config["webhooks"][0]
-        hook["clientConfig"] = {"url": f"{self.url}{names.WEBHOOK_MUTATE_PATH}"}
-        config["webhooks"] = [
-            {**hook, "name": f"{i}.{hook['name']}" if i else hook["name"]} for i in range(copies)
-        ]
+        hooks = []
+        for hook in config["webhooks"]:
+            hook["clientConfig"] = {"url": f"{self.url}{hook['clientConfig']['service']['path']}"}
+            hooks += [{**hook, "name": f"{i}.{hook['name']}" if i else hook["name"]} for i in range(copies)]
+        config["webhooks"] = hooks
         kubectl(self.admin, "apply", "-f", "-", stdin=json.dumps(config))
 
     def get(self, path: str) -> tuple[int, bytes]:

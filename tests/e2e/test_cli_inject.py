@@ -70,6 +70,18 @@ def app_template(labels: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def deployment(fl: Fluid, name: str, template: dict[str, Any], replicas: int = 1) -> None:
+    """A Deployment of ``template``, selecting the pods by the template's labels."""
+    selector = {"matchLabels": template["metadata"]["labels"]}
+    fl.apps.create_namespaced_deployment(
+        fl.ns,
+        {
+            "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": selector, "template": template},
+        },
+    )
+
+
 def live_pods(fl: Fluid, selector: str) -> list[dict[str, Any]]:
     pods: list[dict[str, Any]] = as_json(fl.core.list_namespaced_pod(fl.ns, label_selector=selector))["items"]
     return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
@@ -78,13 +90,7 @@ def live_pods(fl: Fluid, selector: str) -> list[dict[str, Any]]:
 def test_inject_dry_run_then_inject_then_remove_a_deployment(fl: Fluid, kubeconfig: Path) -> None:
     ready_dataset(fl, "ds1")
     labels = {"app": "x"}
-    fl.apps.create_namespaced_deployment(
-        fl.ns,
-        {
-            "metadata": {"name": "x"},
-            "spec": {"replicas": 2, "selector": {"matchLabels": labels}, "template": app_template(labels)},
-        },
-    )
+    deployment(fl, "x", app_template(labels), replicas=2)
     eventually(lambda: len(live_pods(fl, "app=x")) == 2, "the Deployment's first 2 pods")
     before = as_json(fl.apps.read_namespaced_deployment("x", fl.ns))
 
@@ -215,13 +221,7 @@ def test_refusals_are_one_error_line_and_change_nothing(fl: Fluid, kubeconfig: P
         }
     )
     labels = {"app": "y"}
-    fl.apps.create_namespaced_deployment(
-        fl.ns,
-        {
-            "metadata": {"name": "y"},
-            "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": app_template(labels)},
-        },
-    )
+    deployment(fl, "y", app_template(labels))
     fl.core.create_namespaced_pod(fl.ns, {"metadata": {"name": "bare"}, "spec": app_template({})["spec"]})
     # The controller keeps writing status (resourceVersion moves); the spec's generation must not.
     generation = fl.apps.read_namespaced_deployment("y", fl.ns).metadata.generation
@@ -259,3 +259,62 @@ def test_a_started_job_is_refused_and_left_unchanged(fl: Fluid, kubeconfig: Path
     line = one_error_line(kubectl_fluid(kubeconfig, "inject", "job/once", "--dataset", "ds1", "-n", fl.ns))
     assert "a Job's template is immutable once it has started" in line
     assert as_json(batch.read_namespaced_job("once", fl.ns))["spec"]["template"]["metadata"] == before
+
+
+def test_inject_fuse_labels_a_workload_mounting_a_fluid_pvc(fl: Fluid, kubeconfig: Path) -> None:
+    ready_dataset(fl, "ds1")
+    eventually(lambda: fl.core.read_namespaced_persistent_volume_claim("ds1", fl.ns), "PVC ds1")
+    labels = {"app": "trainer"}
+    template = app_template(labels)
+    template["spec"]["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+    template["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "ds1"}}]
+    deployment(fl, "trainer", template)
+    out = ok(kubectl_fluid(kubeconfig, "inject", "deploy/trainer", "--fuse", "-n", fl.ns))
+    assert out == "deployment.apps/trainer patched\n  + label fuse.serverful.fluid.io/inject=true\n"
+    meta = as_json(fl.apps.read_namespaced_deployment("trainer", fl.ns))["spec"]["template"]["metadata"]
+    assert meta["labels"] == {**labels, names.LABEL_FUSE_SERVERFUL_INJECT: "true"}
+
+    # The rollout's new pod is stored with HostToContainer on the mount of the Fluid PVC. (Its
+    # volume never binds on this cluster's fake nodes: the stored pod is what the webhook made.)
+    def propagated() -> list[dict[str, Any]]:
+        pods = [
+            p
+            for p in live_pods(fl, "app=trainer")
+            if names.LABEL_FUSE_SERVERFUL_INJECT in p["metadata"]["labels"]
+        ]
+        return [p for p in pods if p["spec"]["containers"][0]["volumeMounts"][0].get("mountPropagation")]
+
+    [pod] = eventually(propagated, "the new pod, with mount propagation")
+    assert pod["spec"]["containers"][0]["volumeMounts"][0]["mountPropagation"] == "HostToContainer"
+
+    out = ok(kubectl_fluid(kubeconfig, "inject", "deploy/trainer", "--fuse", "--remove", "-n", fl.ns))
+    assert out == "deployment.apps/trainer patched\n  - label fuse.serverful.fluid.io/inject (was true)\n"
+
+    # A workload without a Fluid PVC is refused, and left as it was.
+    deployment(fl, "plain", app_template({"app": "p"}), replicas=0)
+    line = one_error_line(kubectl_fluid(kubeconfig, "inject", "deploy/plain", "--fuse", "-n", fl.ns))
+    assert "deployment.apps/plain mounts no Fluid PVC" in line
+    assert fl.apps.read_namespaced_deployment("plain", fl.ns).metadata.generation == 1
+
+
+def test_a_dotted_dataset_name_is_refused_by_the_api_server_and_by_the_plugin(
+    fl: Fluid, kubeconfig: Path
+) -> None:
+    with pytest.raises(client.ApiException) as refused:
+        fl.create(
+            {
+                "apiVersion": names.API_VERSION,
+                "kind": "Dataset",
+                "metadata": {"name": "a.b"},
+                "spec": {"mounts": []},
+            }
+        )
+    assert refused.value.status == 422
+    assert names.DATASET_NAME_NOT_DNS_1035_MESSAGE in json.loads(refused.value.body)["message"]
+
+    # The plugin says the same before it asks the cluster anything: even a namespace that does not
+    # exist is not looked up.
+    line = one_error_line(
+        kubectl_fluid(kubeconfig, "inject", "deploy/y", "--dataset", "a.b", "-n", f"{fl.ns}-nope")
+    )
+    assert line == f'error: dataset "a.b": {names.DATASET_NAME_NOT_DNS_1035_MESSAGE}'

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -243,13 +244,118 @@ def test_with_the_webhook_down_labelled_pods_are_refused_and_others_created(
     fl: Fluid, webhook: WebhookProcess
 ) -> None:
     ready_dataset(fl, "ds1")
+    eventually(lambda: fl.core.read_namespaced_persistent_volume_claim("ds1", fl.ns), "PVC ds1")
     webhook.stop()
     try:
-        with pytest.raises(client.ApiException) as e:
-            create(fl, pod("refused", datasets="ds1"))
-        assert "failed calling webhook" in denial(e.value)
+        # Every entry fails closed, for the pods that opted in with its label.
+        for label in names.WEBHOOK_ENTRIES.values():
+            body = claim_pod(
+                f"refused-{label.partition('/')[0].replace('.', '-')}", "ds1", labels={label: "true"}
+            )
+            with pytest.raises(client.ApiException) as e:
+                create(fl, body)
+            assert "failed calling webhook" in denial(e.value), label
         assert injected(create(fl, pod("unlabelled", inject=False))) == []
+        assert propagation(create(fl, claim_pod("unlabelled-claim", "ds1"))) == [None, None]
     finally:
         webhook.start()
         webhook.wait_ready()
     assert_injected(create(fl, pod("back", datasets="ds1")), ["ds1"])
+
+
+def test_a_pod_naming_5000_datasets_gets_one_short_denial_and_the_next_pod_is_injected(
+    fl: Fluid, webhook: WebhookProcess
+) -> None:
+    """Issue 11: such a pod once kept the webhook busy for more than 20 minutes, and every labelled pod
+    after it was refused with "context deadline exceeded"."""
+    ready_dataset(fl, "ds1")
+    gets = webhook.metric("fluid_webhook_api_requests_total")
+    many = ",".join(f"ds-{i}" for i in range(5000))
+    started = time.monotonic()
+    with pytest.raises(client.ApiException) as e:
+        create(fl, pod("many", datasets=many))
+    print(f"5000 names: denied after {time.monotonic() - started:.3f}s")
+    message = denial(e.value)
+    assert len(message.encode()) < 1024, message
+    assert "pod names 5000 datasets; at most 64 are allowed per pod" in message
+    assert webhook.metric("fluid_webhook_api_requests_total") == gets, "nothing is looked up"
+
+    assert_injected(create(fl, pod("next", datasets="ds1")), ["ds1"])
+    assert webhook.get("/healthz") == (200, b"ok\n")
+
+    # Twenty missing datasets cost a GET each, and their twenty reasons are named in part.
+    with pytest.raises(client.ApiException) as e:
+        create(fl, pod("twenty", datasets=",".join(f"nx-{i:02}" for i in range(20))))
+    message = denial(e.value)
+    assert len(message.encode()) < 1024, message
+    assert f'dataset "nx-00" not found in namespace "{fl.ns}"' in message
+    assert "more datasets not ready" in message
+
+    # A name no Dataset can have is refused for what it is, before any lookup.
+    gets = webhook.metric("fluid_webhook_api_requests_total")
+    with pytest.raises(client.ApiException) as e:
+        create(fl, pod("dotted", datasets="ds1,a.b"))
+    assert f'dataset name "a.b": {names.DATASET_NAME_NOT_DNS_1035_MESSAGE}' in denial(e.value)
+    assert webhook.metric("fluid_webhook_api_requests_total") == gets
+
+
+def claim_pod(name: str, claim: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """A pod mounting ``claim`` in an app and an init container (and an emptyDir beside it)."""
+    mounts = [{"name": "data", "mountPath": "/data"}, {"name": "scratch", "mountPath": "/scratch"}]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {
+            "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10", "volumeMounts": mounts}],
+            "initContainers": [{"name": "init", "image": "x", "volumeMounts": mounts[:1]}],
+            "volumes": [
+                {"name": "data", "persistentVolumeClaim": {"claimName": claim}},
+                {"name": "scratch", "emptyDir": {}},
+            ],
+        },
+    }
+
+
+def propagation(p: dict[str, Any]) -> list[str | None]:
+    """mountPropagation of the ``data`` mount, in the app container then the init container."""
+    return [
+        next(m.get("mountPropagation") for m in c["volumeMounts"] if m["name"] == "data")
+        for c in (*p["spec"]["containers"], *p["spec"]["initContainers"])
+    ]
+
+
+SERVERFUL = {names.LABEL_FUSE_SERVERFUL_INJECT: "true"}
+
+
+def test_a_pod_asking_for_propagation_gets_host_to_container_on_its_fluid_pvc_mounts(
+    fl: Fluid, webhook: WebhookProcess
+) -> None:
+    ready_dataset(fl, "ds1")
+    eventually(lambda: fl.core.read_namespaced_persistent_volume_claim("ds1", fl.ns), "PVC ds1")
+
+    # The webhook tells a Fluid PVC from its watch cache; a server-side dry run asks it without storing.
+    def seen() -> bool:
+        body = claim_pod("dry", "ds1", SERVERFUL)
+        return propagation(as_json(fl.core.create_namespaced_pod(fl.ns, body, dry_run="All")))[0] is not None
+
+    eventually(seen, "the webhook to know PVC ds1", timeout=30)
+    stored = create(fl, claim_pod("fuse-app", "ds1", SERVERFUL))
+    assert propagation(stored) == ["HostToContainer", "HostToContainer"]
+    scratch = [m for m in stored["spec"]["containers"][0]["volumeMounts"] if m["name"] == "scratch"]
+    assert "mountPropagation" not in scratch[0]
+    assert stored["metadata"]["annotations"][names.ANNOTATION_DATASETS_IN_USE] == "ds1"
+
+    # Without the label the pod is never sent to the webhook.
+    before = webhook.metric("fluid_webhook_admissions_total")
+    plain = create(fl, claim_pod("plain", "ds1"))
+    assert webhook.metric("fluid_webhook_admissions_total") == before
+    assert propagation(plain) == [None, None]
+    assert names.ANNOTATION_DATASETS_IN_USE not in (plain["metadata"].get("annotations") or {})
+
+    # Labelled but refused: a pod that names a dataset of another namespace is not admitted either.
+    body = claim_pod("foreign", "ds1", SERVERFUL)
+    body["metadata"]["annotations"] = {names.ANNOTATION_DATASET: "other/ds1"}
+    with pytest.raises(client.ApiException) as e:
+        create(fl, body)
+    assert "points to another namespace" in denial(e.value)

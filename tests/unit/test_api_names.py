@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import string
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from kubectl_fluid.api import names
 
 
@@ -13,6 +19,32 @@ def test_dataset_name_limit_keeps_the_configmap_a_dns_label() -> None:
     assert message is not None
     assert "fluid-runtime-config-" in message
     assert "63" in message
+
+
+@pytest.mark.parametrize("name", ["a.b", "1ds", "Ds1", "ds-", "-ds", "ds_1", "d s", "ds1\n", "", "é"])
+def test_a_dataset_name_is_a_dns_1035_label(name: str) -> None:
+    message = names.dataset_name_error(name)
+    assert message == names.DATASET_NAME_NOT_DNS_1035_MESSAGE
+    assert "DNS-1035" in message
+    assert "Services" in message  # why: what is named after it
+
+
+def _is_dns_1035_label(name: str) -> bool:
+    """Kubernetes' IsDNS1035Label, spelled out character by character (an oracle, not the regex)."""
+    lower = string.ascii_lowercase
+    allowed = set(lower + string.digits + "-")
+    return (
+        0 < len(name) <= 63
+        and name[0] in lower
+        and name[-1] in allowed - {"-"}
+        and all(c in allowed for c in name)
+    )
+
+
+@given(st.text(string.ascii_letters + string.digits + "-._ \n", max_size=50))
+def test_dataset_name_rule_is_dns_1035_and_42(name: str) -> None:
+    valid = _is_dns_1035_label(name) and len(name) <= names.MAX_DATASET_NAME_LENGTH
+    assert (names.dataset_name_error(name) is None) == valid
 
 
 def test_pod_injection_names() -> None:

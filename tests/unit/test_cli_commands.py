@@ -313,3 +313,78 @@ def test_explain_climbs_to_the_deployment(api: FakeApi, capsys: pytest.CaptureFi
         "it has no label fluid.io/inject=true, so the webhook never saw it; "
         f"run kubectl fluid inject deploy/web --dataset ds1 -n {NS}"
     ]
+
+
+def _fluid_pvc(name: str) -> dict[str, dict[str, Any]]:
+    path = resources.PERSISTENT_VOLUME_CLAIMS.object_path(NS, name)
+    return {
+        path: {
+            "metadata": {"name": name, "namespace": NS, "labels": {names.LABEL_DATASET_ID: f"{NS}-{name}"}}
+        }
+    }
+
+
+def _mounting(claims: list[str], labels: dict[str, str] | None = None) -> dict[str, Any]:
+    obj = workload(labels)
+    obj["spec"]["template"]["spec"] = {
+        "volumes": [{"name": f"v-{c}", "persistentVolumeClaim": {"claimName": c}} for c in claims]
+    }
+    return obj
+
+
+def test_fuse_labels_a_workload_mounting_a_fluid_pvc(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api.objects[DEPLOY] = _mounting(["scratch", "ds1"])
+    api.objects.update(_fluid_pvc("ds1"))
+    code, out, err = run(capsys, "inject", "deploy/web", "--fuse")
+    assert (code, err) == (0, "")
+    assert out == "deployment.apps/web patched\n  + label fuse.serverful.fluid.io/inject=true\n"
+    assert template(api)["labels"] == {"app": "web", names.LABEL_FUSE_SERVERFUL_INJECT: "true"}
+    code, out, _ = run(capsys, "inject", "deploy/web", "--fuse", "--remove")
+    assert out == "deployment.apps/web patched\n  - label fuse.serverful.fluid.io/inject (was true)\n"
+    assert template(api)["labels"] == {"app": "web"}
+
+
+def test_fuse_refuses_a_workload_without_a_fluid_pvc(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, "inject", "deploy/web", "--fuse")[2] == (
+        "error: deployment.apps/web mounts no Fluid PVC: it mounts no PVC, so none is a dataset's PVC "
+        "(labelled fluid.io/dataset-id); --fuse sets mount propagation on such mounts only: mount the "
+        "dataset's PVC (named like the Dataset) first\n"
+    )
+    api.objects[DEPLOY] = _mounting(["scratch"])
+    code, _, err = run(capsys, "inject", "deploy/web", "--fuse")
+    assert code == 1
+    assert "its PVCs (scratch) are not a dataset's PVC" in err
+    api.objects[DEPLOY] = _mounting(["ds1"], {names.LABEL_INJECT: "true"})
+    api.objects.update(_fluid_pvc("ds1"))
+    code, _, err = run(capsys, "inject", "deploy/web", "--fuse")
+    assert code == 1
+    assert "the webhook handles them as clientless" in err
+    assert "PATCH" not in {c[0] for c in api.calls}
+
+
+def test_fuse_and_dataset_are_not_combined(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "inject", "deploy/web", "--fuse", "--dataset", "ds1")
+    assert code == 1
+    assert err.startswith("error: --fuse and --dataset are separate injections")
+    assert api.calls == []
+
+
+def test_fuse_warns_when_the_webhook_has_no_entry_for_its_label(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    api.objects[DEPLOY] = _mounting(["ds1"])
+    api.objects.update(_fluid_pvc("ds1"))
+    hooks = {"webhooks": [{"objectSelector": {"matchLabels": {names.LABEL_INJECT: "true"}}}]}
+    api.objects[resources.MUTATING_WEBHOOK_CONFIGURATIONS.object_path(None, names.WEBHOOK_NAME)] = hooks
+    code, _, err = run(capsys, "inject", "deploy/web", "--fuse")
+    assert code == 0
+    assert err.startswith(
+        f"Warning: the MutatingWebhookConfiguration {names.WEBHOOK_NAME} has no entry for pods labelled "
+        "fuse.serverful.fluid.io/inject=true"
+    )
+    # The clientless entry is there: --dataset has nothing to warn about.
+    assert run(capsys, "inject", "deploy/web", "--dataset", "ds1")[2] == ""

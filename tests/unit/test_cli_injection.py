@@ -11,7 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubectl_fluid.api import names
-from kubectl_fluid.cli.injection import Plan, plan_inject, plan_remove, template_of
+from kubectl_fluid.cli.injection import (
+    Plan,
+    plan_fuse,
+    plan_fuse_remove,
+    plan_inject,
+    plan_remove,
+    template_of,
+)
 from kubectl_fluid.cli.podview import requested_datasets
 
 DATASET = st.from_regex(r"[a-z]([a-z0-9-]{0,10}[a-z0-9])?", fullmatch=True)
@@ -203,3 +210,21 @@ def test_remove_some_laws(named: list[str], data: st.DataObject) -> None:
     left = sorted(set(named) - set(gone))
     assert requested_datasets(new_annotations) == left
     assert (names.LABEL_INJECT in new_labels) == bool(left)
+
+
+def test_fuse_labels_the_template_for_mount_propagation_and_leaves_datasets_alone() -> None:
+    annotations = {names.ANNOTATION_DATASET: "ds1"}
+    plan = plan_fuse({"app": "x", names.LABEL_INJECT_DONE: "true"}, annotations)
+    assert [c.describe() for c in plan.changes] == [
+        "+ label fuse.serverful.fluid.io/inject=true",
+        "- label done.sidecar.fluid.io/inject (was true)",
+    ]
+    assert plan.before == plan.after == ("ds1",)
+    assert not plan_fuse({names.LABEL_FUSE_SERVERFUL_INJECT: "true"}, {}).changes
+
+
+def test_fuse_remove_takes_only_its_label_away() -> None:
+    labels = {names.LABEL_FUSE_SERVERFUL_INJECT: "true", names.LABEL_INJECT: "true"}
+    plan = plan_fuse_remove(labels, {})
+    assert plan.metadata_patch() == {"labels": {names.LABEL_FUSE_SERVERFUL_INJECT: None}}
+    assert not plan_fuse_remove({"app": "x"}, {}).changes

@@ -70,7 +70,10 @@ def test_help_imports_nothing_heavy() -> None:
             'error: unable to match a printer suitable for the output format "wide", '
             "allowed formats are: json,name,yaml",
         ),
-        (["inject", "deploy/x"], "error: --dataset is required (or --remove to take datasets away)"),
+        (
+            ["inject", "deploy/x"],
+            "error: --dataset or --fuse is required (or --remove to take datasets away)",
+        ),
         (
             ["inject", "deploy/x", "--dataset", "a", "--timeout", "soon"],
             "error: invalid value for --timeout: invalid duration 'soon'",
@@ -101,6 +104,10 @@ def test_usage_errors_are_one_error_line_and_exit_1(
         (["inject", "rs/web", "--dataset", "ds1"], 'error: cannot inject "rs": unsupported kind'),
         (["inject", "deploy/web", "--dataset", "other/ds1"], 'error: dataset "other/ds1" names a namespace'),
         (["inject", "deploy/web", "--dataset", "x" * 43], "at most 42 characters"),
+        (
+            ["inject", "deploy/web", "--dataset", "a.b"],
+            'error: dataset "a.b": a Dataset name must be a DNS-1035 label',
+        ),
         (["explain", "deploy/web"], "error: explain takes a pod"),
     ],
 )

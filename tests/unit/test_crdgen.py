@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from kubectl_fluid.api import crdgen
+from kubectl_fluid.api import crdgen, names
 from kubectl_fluid.api.crdschema import StructuralSchemaError, structural_schema
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,10 +85,18 @@ def test_open_objects_are_only_the_core_v1_passthroughs() -> None:
 def test_dataset_crd_limits_names_and_says_why() -> None:
     doc = yaml.safe_load(crdgen.expected_files()["datasets.data.fluid.io.yaml"])
     version = doc["spec"]["versions"][0]
-    (rule,) = version["schema"]["openAPIV3Schema"]["x-kubernetes-validations"]
-    assert rule["rule"] == "size(self.metadata.name) <= 42"
-    assert "fluid-runtime-config-" in rule["message"]
-    assert "63" in rule["message"]
+    length, label = version["schema"]["openAPIV3Schema"]["x-kubernetes-validations"]
+    assert length["rule"] == "size(self.metadata.name) <= 42"
+    assert "fluid-runtime-config-" in length["message"]
+    assert "63" in length["message"]
+    assert label["rule"] == "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')"
+    assert "DNS-1035" in label["message"]
+    assert "Services" in label["message"]
+    # CEL's matches() is an RE2 search; on names without a newline Python's re.search agrees with it,
+    # so the CRD and names.dataset_name_error accept the same short names.
+    pattern = label["rule"].split("'")[1]
+    for name in ("ds1", "a", "a-b", "a.b", "1a", "a-", "A", "a_b", "ab9"):
+        assert (re.search(pattern, name) is not None) == (names.dataset_name_error(name) is None), name
     assert version["subresources"] == {"status": {}}
     assert [c["name"] for c in version["additionalPrinterColumns"]] == ["Phase", "Age"]
     spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]

@@ -313,44 +313,61 @@ def test_webhook_configuration_matches_spec() -> None:
     config = one(WEBHOOK_CONFIGURATION, "MutatingWebhookConfiguration")
     assert config["apiVersion"] == "admissionregistration.k8s.io/v1"
     assert config["metadata"]["name"] == names.WEBHOOK_NAME
-    (webhook,) = config["webhooks"]
-    # No caBundle (the webhook patches it in) and no url (in-cluster, through the Service).
-    assert webhook["clientConfig"].keys() == {"service"}
-    assert webhook == {
-        "name": "schedulepod.fluid.io",
-        "clientConfig": {
-            "service": {
-                "namespace": names.FLUID_NAMESPACE,
-                "name": names.WEBHOOK_SERVICE,
-                "path": names.WEBHOOK_MUTATE_PATH,
-                "port": 443,
-            }
-        },
-        "rules": [
-            {
-                "operations": ["CREATE"],
-                "apiGroups": [""],
-                "apiVersions": ["v1"],
-                "resources": ["pods"],
-                "scope": "Namespaced",
-            }
-        ],
-        "objectSelector": {"matchLabels": {names.LABEL_INJECT: names.TRUE}},
-        "namespaceSelector": {
-            "matchExpressions": [
-                {
-                    "key": "kubernetes.io/metadata.name",
-                    "operator": "NotIn",
-                    "values": ["kube-system", names.FLUID_NAMESPACE],
+    # Upstream's three entries, each for the pods that opted in with its label, all failing closed.
+    assert {w["name"]: w["objectSelector"] for w in config["webhooks"]} == {
+        entry: {"matchLabels": {label: names.TRUE}} for entry, label in names.WEBHOOK_ENTRIES.items()
+    }
+    for webhook in config["webhooks"]:
+        # No caBundle (the webhook patches it in) and no url (in-cluster, through the Service).
+        assert webhook["clientConfig"].keys() == {"service"}
+        assert {k: v for k, v in webhook.items() if k not in ("name", "objectSelector")} == {
+            "clientConfig": {
+                "service": {
+                    "namespace": names.FLUID_NAMESPACE,
+                    "name": names.WEBHOOK_SERVICE,
+                    "path": names.WEBHOOK_MUTATE_PATH,
+                    "port": 443,
                 }
-            ]
-        },
-        "failurePolicy": "Fail",
-        "sideEffects": "None",
-        "timeoutSeconds": 5,
-        "reinvocationPolicy": "IfNeeded",
-        "matchPolicy": "Equivalent",
-        "admissionReviewVersions": ["v1"],
+            },
+            "rules": [
+                {
+                    "operations": ["CREATE"],
+                    "apiGroups": [""],
+                    "apiVersions": ["v1"],
+                    "resources": ["pods"],
+                    "scope": "Namespaced",
+                }
+            ],
+            "namespaceSelector": {
+                "matchExpressions": [
+                    {
+                        "key": "kubernetes.io/metadata.name",
+                        "operator": "NotIn",
+                        "values": ["kube-system", names.FLUID_NAMESPACE],
+                    }
+                ]
+            },
+            "failurePolicy": "Fail",
+            "sideEffects": "None",
+            "timeoutSeconds": 5,
+            "reinvocationPolicy": "IfNeeded",
+            "matchPolicy": "Equivalent",
+            "admissionReviewVersions": ["v1"],
+        }
+
+
+def test_each_webhook_entry_selects_the_group_its_label_routes_to() -> None:
+    from webhook.routing import route
+
+    config = one(WEBHOOK_CONFIGURATION, "MutatingWebhookConfiguration")
+    groups = {
+        w["name"]: route({"metadata": {"labels": w["objectSelector"]["matchLabels"]}})
+        for w in config["webhooks"]
+    }
+    assert groups == {
+        "clientless.fluid.io": "clientless",
+        "fuse.serverful.fluid.io": "serverful",
+        "sidecar.fuse.fluid.io": "serverless",
     }
 
 
@@ -440,6 +457,16 @@ def test_webhook_deployment_flags_match_the_other_objects() -> None:
     assert security["readOnlyRootFilesystem"] is True
     assert security["allowPrivilegeEscalation"] is False
     assert security["capabilities"]["drop"] == ["ALL"]
+
+
+def test_webhook_deployment_args_are_the_webhook_s_own_flags() -> None:
+    from webhook.collect import MAX_DATASETS_PER_POD
+    from webhook.main import parse_args
+
+    args = parse_args(webhook_container()["args"])
+    assert args.max_datasets_per_pod == MAX_DATASETS_PER_POD == 64
+    with pytest.raises(SystemExit):
+        parse_args(["--max-datasets-per-pod=0"])
 
 
 def test_webhook_deployment_mounts_the_plugin_profile() -> None:

@@ -11,7 +11,7 @@ from kubectl_fluid.api.datasetrefs import is_dataset_pvc
 from tests.unit.webhook_samples import NS, dataset_pvc, injection_pod
 from webhook.collect import collect, pvc_datasets, requested_datasets
 from webhook.errors import Denied
-from webhook.lookup import StaticLookup
+from webhook.lookup import RecordingLookup, StaticLookup
 
 
 def _annotated(annotations: dict[str, str]) -> dict[str, Any]:
@@ -115,6 +115,38 @@ def test_own_namespace_prefix_names_the_local_dataset() -> None:
     assert collect(injection_pod(f"{NS}/ds1, ds1, ds2"), NS, StaticLookup()).datasets == ["ds1", "ds2"]
 
 
-def test_dotted_name_is_a_name_not_a_reference() -> None:
-    # "." is legal in a Dataset name; such an entry is looked up (and refused later if missing).
-    assert collect(injection_pod("ds1.other"), NS, StaticLookup()).datasets == ["ds1.other"]
+def test_a_dotted_entry_is_refused_as_a_name_not_taken_for_a_reference() -> None:
+    # "." cannot be in a Dataset name (DNS-1035): the entry is refused for what it is, and the
+    # rule is named, before anything is looked up.
+    with pytest.raises(Denied) as refused:
+        collect(injection_pod("ds1.other"), NS, RecordingLookup(StaticLookup()))
+    assert refused.value.message == (f'dataset name "ds1.other": {names.DATASET_NAME_NOT_DNS_1035_MESSAGE}')
+
+
+def test_names_breaking_each_rule_are_listed_once_per_rule() -> None:
+    lookup = RecordingLookup(StaticLookup())
+    with pytest.raises(Denied) as refused:
+        collect(injection_pod(f"ok, a.b, {'x' * 43}, 1a"), NS, lookup)
+    assert refused.value.message == (
+        f'dataset names "1a", "a.b": {names.DATASET_NAME_NOT_DNS_1035_MESSAGE}; '
+        f'dataset name "{"x" * 43}": {names.DATASET_NAME_TOO_LONG_MESSAGE}'
+    )
+    assert lookup.misses == []
+
+
+def test_more_datasets_than_the_limit_are_refused_by_count() -> None:
+    pod = injection_pod("a, b, c", volumes=[_claim_volume("d", "d")])
+    lookup = StaticLookup([dataset_pvc("d")])
+    assert collect(pod, NS, lookup, max_datasets=4).datasets == ["a", "b", "c", "d"]
+    # PVCs count too: three named plus one mounted is over a limit of three.
+    with pytest.raises(Denied, match=r"^pod names 4 datasets; at most 3 are allowed per pod"):
+        collect(pod, NS, lookup, max_datasets=3)
+
+
+def test_a_long_list_of_foreign_references_is_named_in_part() -> None:
+    with pytest.raises(Denied) as refused:
+        collect(injection_pod(",".join(f"other/ds{i}" for i in range(500))), NS, StaticLookup())
+    message = refused.value.message
+    assert len(message) < 700
+    assert '"other/ds0", "other/ds1"' in message
+    assert "more point to another namespace" in message

@@ -16,7 +16,7 @@ from tests.unit.webhook_samples import (
 )
 from webhook.lookup import RecordingLookup, StaticLookup
 from webhook.patch import apply_patch
-from webhook.pipeline import NO_DATASET_WARNING, Outcome, admit
+from webhook.pipeline import NO_DATASET_WARNING, NO_FLUID_PVC_WARNING, Outcome, admit
 from webhook.profile import load_profile
 
 PROFILE = default_profile()
@@ -155,3 +155,41 @@ def test_misses_are_recorded_for_the_server_to_fetch() -> None:
     recording = RecordingLookup(ready_lookup("ds1"))
     assert admit(pod, NS, recording, PROFILE).denied is not None
     assert recording.misses == [("pvc", NS, "ds3"), ("dataset", NS, "ds2")]
+
+
+def _serverful(volumes: list[dict[str, Any]], mounts: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "p", "labels": {names.LABEL_FUSE_SERVERFUL_INJECT: names.TRUE}},
+        "spec": {"containers": [{"name": "app", "volumeMounts": mounts}], "volumes": volumes},
+    }
+
+
+def test_a_pod_asking_for_propagation_gets_it_on_fluid_pvc_mounts_only() -> None:
+    pod = _serverful(
+        [
+            {"name": "d", "persistentVolumeClaim": {"claimName": "ds1"}},
+            {"name": "s", "persistentVolumeClaim": {"claimName": "scratch"}},
+        ],
+        [{"name": "d", "mountPath": "/data"}, {"name": "s", "mountPath": "/scratch"}],
+    )
+    outcome = _admit(pod, StaticLookup([dataset_pvc("ds1")]))
+    assert outcome.group == "serverful"
+    assert outcome.warnings == []
+    assert outcome.mutated is not None
+    assert outcome.mutated["spec"]["containers"][0]["volumeMounts"] == [
+        {"name": "d", "mountPath": "/data", "mountPropagation": "HostToContainer"},
+        {"name": "s", "mountPath": "/scratch"},
+    ]
+
+
+def test_a_pod_asking_for_propagation_without_a_fluid_pvc_is_admitted_unchanged_with_a_warning() -> None:
+    pod = _serverful([{"name": "s", "persistentVolumeClaim": {"claimName": "scratch"}}], [])
+    outcome = _admit(pod, StaticLookup([dataset_pvc("ds1")]))
+    assert outcome.result == "unchanged"
+    assert outcome.warnings == [NO_FLUID_PVC_WARNING]
+    assert "fuse.serverful.fluid.io/inject=true" in NO_FLUID_PVC_WARNING
+    # Datasets named by annotation alone do not count as mounts: the warning stays.
+    pod["metadata"]["annotations"] = {names.ANNOTATION_DATASET: "ds1"}
+    outcome = _admit(pod, StaticLookup([dataset_pvc("ds1")]))
+    assert outcome.warnings == [NO_FLUID_PVC_WARNING]
+    assert outcome.plugins_run == ["MountPropagationInjector", "DatasetUsageInjector"]

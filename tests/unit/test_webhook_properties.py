@@ -17,7 +17,7 @@ from webhook.patch import apply_patch, json_patch
 from webhook.pipeline import admit
 
 PROFILE = default_profile()
-DATASETS = ["ds1", "ds-1", "ds.1", "a"]
+DATASETS = ["ds1", "ds-1", "ds-2", "a"]
 LOOKUP = StaticLookup(
     [
         *(obj for ds in DATASETS for obj in (dataset(ds), runtime_config(ds))),
