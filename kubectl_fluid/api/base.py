@@ -53,13 +53,16 @@ class ObjectMeta(KubeModel):
 
 
 class Condition(KubeModel):
-    """A standard Kubernetes condition (metav1.Condition)."""
+    """A condition as Fluid's DatasetCondition and RuntimeCondition shape it (metav1.Condition's
+    fields, with upstream's ``lastUpdateTime`` and ``lastProbeTime`` accepted too)."""
 
     type: str
     status: Literal["True", "False", "Unknown"]
     reason: str = ""
     message: str = ""
     last_transition_time: str | None = Field(default=None, json_schema_extra=DATE_TIME)
+    last_update_time: str | None = Field(default=None, json_schema_extra=DATE_TIME)
+    last_probe_time: str | None = Field(default=None, json_schema_extra=DATE_TIME)
     observed_generation: int | None = None
 
 

@@ -1,112 +1,182 @@
-"""CacheRuntime: the cache cluster serving one Dataset of the same name (SPEC §1)."""
+"""CacheRuntime: the cache cluster serving one Dataset of the same name, with upstream Fluid's
+v1alpha1 shape (``api/v1alpha1/cacheruntime_types.go``, ``cacheruntime_status.go``).
+
+Components are structs, not pointers, as upstream has them: an absent ``master`` reads as an empty
+one (enabled, one replica). A component runs when the class defines it and ``disabled`` is not set;
+``spec.client.disabled: true`` (or a class without a client) makes the runtime clientless.
+"""
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import Field
 
 from kubectl_fluid.api import names
 from kubectl_fluid.api.base import AGE, Condition, CrdInfo, KubeModel, PrinterColumn, Resource
+from kubectl_fluid.api.kubetypes import KubeObject, Quantity
+
+RuntimePhase = Literal["", "NotReady", "PartialReady", "Ready"]
+CleanPolicy = Literal["OnRuntimeDeleted", "OnDemand"]
 
 
-class ProcessMemory(KubeModel):
-    """Cache in the component process's own memory: no volume is mounted."""
+class VersionSpec(KubeModel):
+    image: str | None = None
+    image_tag: str | None = None
+    image_pull_policy: str | None = None
+
+    def reference(self) -> str | None:
+        """``image:imageTag``, only when both are set (upstream overrides the image only then)."""
+        return f"{self.image}:{self.image_tag}" if self.image and self.image_tag else None
 
 
-class EmptyDirMedium(KubeModel):
-    medium: str = Field(default="", description='emptyDir storage medium: "" (node disk) or "Memory".')
+class PodMetadata(KubeModel):
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
 
 
-class HostPathMedium(KubeModel):
-    path: str = Field(min_length=1, pattern="^/", description="Absolute directory on the node.")
+class ProcessMemoryMediumSource(KubeModel):
+    """Cache in the component process's own memory; the quota is its size."""
+
+    quota: Quantity
 
 
-# Cache systems use one to three tiers; the bound also lets the API server cost the CEL rule below.
-MAX_TIERED_STORE_LEVELS = 8
-_MEDIUMS = ("processMemory", "emptyDir", "hostPath")
-_EXACTLY_ONE_MEDIUM = "exactly one of processMemory, emptyDir, hostPath must be set"
+class EmptyDirMediumSource(KubeModel):
+    quota: Quantity
+    medium: str | None = Field(default=None, description='emptyDir medium: "" (node disk) or "Memory".')
 
 
-class Medium(KubeModel):
-    """Where a tiered-store level keeps its data: exactly one of the fields."""
-
-    model_config = ConfigDict(
-        json_schema_extra={
-            "x-kubernetes-validations": [
-                {
-                    # Constant cost: the API server budgets CEL per list item, and a
-                    # list-building rule over unbounded levels exceeded that budget.
-                    "rule": " + ".join(f"(has(self.{m}) ? 1 : 0)" for m in _MEDIUMS) + " == 1",
-                    "message": _EXACTLY_ONE_MEDIUM,
-                }
-            ]
-        }
-    )
-
-    process_memory: ProcessMemory | None = None
-    empty_dir: EmptyDirMedium | None = None
-    host_path: HostPathMedium | None = None
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> Medium:
-        if sum(m is not None for m in (self.process_memory, self.empty_dir, self.host_path)) != 1:
-            raise ValueError(_EXACTLY_ONE_MEDIUM)
-        return self
+class HostPathMediumSource(KubeModel):
+    paths: list[str] = Field(min_length=1)
+    quotas: list[Quantity] = Field(min_length=1)
+    type: str | None = Field(default=None, description="core/v1 HostPathType of the paths.")
 
 
-class TieredStoreLevel(KubeModel):
-    medium: Medium
-    quota: str | None = Field(default=None, description="Capacity of the level, a quantity such as 2Gi.")
+class RuntimeTieredStoreLevel(KubeModel):
+    """One level of the cache: one of processMemory, emptyDir or hostPath (checked by the
+    controller, as upstream does), with its watermarks."""
+
+    process_memory: ProcessMemoryMediumSource | None = None
+    empty_dir: EmptyDirMediumSource | None = None
+    host_path: HostPathMediumSource | None = None
     high: str | None = Field(default=None, description="High watermark ratio, e.g. 0.95.")
     low: str | None = Field(default=None, description="Low watermark ratio, e.g. 0.7.")
 
+    def media(self) -> list[str]:
+        present = (
+            ("processMemory", self.process_memory),
+            ("emptyDir", self.empty_dir),
+            ("hostPath", self.host_path),
+        )
+        return [name for name, value in present if value is not None]
 
-class TieredStore(KubeModel):
-    levels: list[TieredStoreLevel] = Field(default_factory=list, max_length=MAX_TIERED_STORE_LEVELS)
+
+class RuntimeTieredStore(KubeModel):
+    levels: list[RuntimeTieredStoreLevel] | None = None
 
 
-class ComponentSpec(KubeModel):
-    """One cache component (master, worker or client); unset fields come from the runtime class."""
+class RuntimeComponentCommonSpec(KubeModel):
+    """What a runtime may set on each of its components (upstream's RuntimeComponentCommonSpec)."""
 
-    disabled: bool = False
-    replicas: int = Field(default=1, ge=0)
-    options: dict[str, str] = Field(default_factory=dict)
-    image: str | None = None
-    command: list[str] = Field(default_factory=list)
-    args: list[str] = Field(default_factory=list)
-    env: list[dict[str, Any]] = Field(default_factory=list, description="Container env (core/v1 EnvVar).")
-    resources: dict[str, Any] = Field(
-        default_factory=dict, description="Container resources (core/v1 ResourceRequirements)."
+    disabled: bool | None = None
+    runtime_version: VersionSpec | None = None
+    options: dict[str, str] | None = None
+    pod_metadata: PodMetadata | None = None
+    resources: KubeObject | None = Field(default=None, description="core/v1 ResourceRequirements.")
+    env: list[KubeObject] | None = Field(default=None, description="core/v1 EnvVars.")
+    volume_mounts: list[KubeObject] | None = Field(default=None, description="core/v1 VolumeMounts.")
+    args: list[str] | None = Field(default=None, json_schema_extra={"x-kubernetes-list-type": "atomic"})
+    node_selector: dict[str, str] | None = Field(
+        default=None, json_schema_extra={"x-kubernetes-map-type": "atomic"}
     )
-    node_selector: dict[str, str] = Field(default_factory=dict)
-    tolerations: list[dict[str, Any]] = Field(default_factory=list, description="core/v1 Tolerations.")
+    tolerations: list[KubeObject] | None = Field(default=None, description="core/v1 Tolerations.")
+
+    # Set by the subclasses that have them; None where a component has no such field.
+    def replica_count(self) -> int | None:
+        return None
+
+    def tiered_levels(self) -> list[RuntimeTieredStoreLevel]:
+        return []
 
 
-class CachingComponentSpec(ComponentSpec):
-    """A component that stores cached data (worker, client)."""
+class CacheRuntimeMasterSpec(RuntimeComponentCommonSpec):
+    replicas: int = Field(default=1, ge=0)
 
-    tiered_store: TieredStore | None = None
+    def replica_count(self) -> int | None:
+        return self.replicas
+
+
+class CacheRuntimeWorkerSpec(RuntimeComponentCommonSpec):
+    replicas: int = Field(default=1, ge=0)
+    tiered_store: RuntimeTieredStore | None = None
+
+    def replica_count(self) -> int | None:
+        return self.replicas
+
+    def tiered_levels(self) -> list[RuntimeTieredStoreLevel]:
+        return list((self.tiered_store.levels if self.tiered_store else None) or ())
+
+
+class CacheRuntimeClientSpec(RuntimeComponentCommonSpec):
+    tiered_store: RuntimeTieredStore | None = None
+    clean_policy: CleanPolicy = "OnRuntimeDeleted"
+
+    def tiered_levels(self) -> list[RuntimeTieredStoreLevel]:
+        return list((self.tiered_store.levels if self.tiered_store else None) or ())
 
 
 class CacheRuntimeSpec(KubeModel):
     runtime_class_name: str = Field(min_length=1, description="Name of the CacheRuntimeClass.")
-    options: dict[str, str] = Field(default_factory=dict, description="Options of every component.")
-    master: ComponentSpec | None = None
-    worker: CachingComponentSpec | None = None
-    client: CachingComponentSpec | None = Field(
-        default=None, description="The client; disabled: true makes the runtime clientless."
+    master: CacheRuntimeMasterSpec = Field(default_factory=CacheRuntimeMasterSpec)
+    worker: CacheRuntimeWorkerSpec = Field(default_factory=CacheRuntimeWorkerSpec)
+    client: CacheRuntimeClientSpec = Field(
+        default_factory=CacheRuntimeClientSpec,
+        description="The client; disabled: true makes the runtime clientless.",
+    )
+    options: dict[str, str] | None = Field(default=None, description="Options of every component.")
+    pod_metadata: PodMetadata | None = None
+    image_pull_secrets: list[KubeObject] | None = Field(
+        default=None, description="core/v1 LocalObjectReferences."
+    )
+    volumes: list[KubeObject] | None = Field(
+        default=None, description="core/v1 Volumes the components' volumeMounts may name."
     )
 
-    def component(self, component: names.Component) -> ComponentSpec | None:
-        spec: ComponentSpec | None = getattr(self, component)
+    def component(self, component: names.Component) -> RuntimeComponentCommonSpec:
+        spec: RuntimeComponentCommonSpec = getattr(self, component)
         return spec
 
 
+class RuntimeComponentStatus(KubeModel):
+    phase: RuntimePhase = ""
+    reason: str | None = None
+    message: str | None = None
+    ready_replicas: int | None = None
+    current_replicas: int | None = None
+    desired_replicas: int | None = None
+    unavailable_replicas: int | None = None
+    available_replicas: int | None = None
+
+
 class CacheRuntimeStatus(KubeModel):
-    phase: str | None = None
+    value_file: str | None = Field(
+        default=None, description="The ConfigMap holding runtime.json and runtime.sh."
+    )
+    setup_duration: str | None = None
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
+    )
+    selector: str | None = None
+    cache_affinity: KubeObject | None = Field(
+        default=None, description="core/v1 NodeAffinity of the workers."
+    )
+    master: RuntimeComponentStatus | None = None
+    worker: RuntimeComponentStatus | None = None
+    client: RuntimeComponentStatus | None = None
+    mount_time: str | None = None
+    # The product's own: the generation its conditions describe.
     observed_generation: int | None = None
-    conditions: list[Condition] = Field(default_factory=list)
 
 
 class CacheRuntime(Resource):
@@ -116,6 +186,7 @@ class CacheRuntime(Resource):
         kind="CacheRuntime",
         plural="cacheruntimes",
         scope="Namespaced",
+        # Upstream prints Age and a Status column whose .status.phase does not exist; these say more.
         printer_columns=(
             PrinterColumn("RuntimeClass", ".spec.runtimeClassName"),
             PrinterColumn("Ready", f'.status.conditions[?(@.type=="{names.CONDITION_READY}")].status'),

@@ -1,5 +1,12 @@
-"""CacheRuntimeClass: how to run one kind of cache system (SPEC §1). Cluster-scoped and, like
-StorageClass, without spec/status: its fields sit at the top level."""
+"""CacheRuntimeClass: how to run one kind of cache system, with upstream Fluid's v1alpha1 shape
+(``api/v1alpha1/cacheruntimeclass_types.go``). Cluster-scoped and, like StorageClass, without
+spec/status: its fields sit at the top level.
+
+The product builds each component's workload from ``topology.<component>.template`` (a
+PodTemplateSpec), makes a headless Service where ``service.headless`` is set, mounts the class's
+``extraResources`` ConfigMaps a component's ``dependencies`` name, and renders ``options`` into the
+runtime config. ``executionEntries`` and ``dataOperationSpecs`` are accepted and kept, not run.
+"""
 
 from __future__ import annotations
 
@@ -9,36 +16,89 @@ from pydantic import Field
 
 from kubectl_fluid.api import names
 from kubectl_fluid.api.base import AGE, CrdInfo, KubeModel, PrinterColumn, Resource
+from kubectl_fluid.api.kubetypes import KubeObject
 
 
-class ComponentPort(KubeModel):
-    name: str | None = None
-    container_port: int = Field(ge=1, le=65535)
-    protocol: Literal["TCP", "UDP", "SCTP"] = "TCP"
+class HeadlessService(KubeModel):
+    """Present (even as ``{}``) to have a headless Service; upstream supports no other kind."""
 
 
-class ComponentTemplate(KubeModel):
-    """Defaults for one component of every runtime of this class."""
+class RuntimeComponentService(KubeModel):
+    headless: HeadlessService | None = None
 
-    image: str | None = None
-    command: list[str] = Field(default_factory=list)
-    args: list[str] = Field(default_factory=list)
-    options: dict[str, str] = Field(
-        default_factory=dict, description="Options; a runtime's own options win over these."
+
+class SecretMountDependency(KubeModel):
+    enabled: bool | None = None
+
+
+class ConfigMapDependency(KubeModel):
+    name: str | None = Field(default=None, description="A ConfigMap of the class's extraResources.")
+    mount_path: str | None = None
+
+
+class ExtraResourcesDependency(KubeModel):
+    config_maps: list[ConfigMapDependency] | None = None
+
+
+class RuntimeComponentDependencies(KubeModel):
+    secret_mount: SecretMountDependency | None = Field(
+        default=None,
+        description="Mount the Dataset's encryptOptions Secrets (default: master and worker yes, client no).",
     )
-    ports: list[ComponentPort] = Field(default_factory=list)
+    extra_resources: ExtraResourcesDependency | None = None
 
 
-class Topology(KubeModel):
+class ExecutionEntry(KubeModel):
+    command: list[str]
+    timeout: int | None = Field(default=None, description="Seconds; at least 20 are given.")
+
+
+class ExecutionEntries(KubeModel):
+    mount_ufs: ExecutionEntry | None = Field(default=None, alias="mountUFS")
+    report_summary: ExecutionEntry | None = None
+
+
+class RuntimeComponentDefinition(KubeModel):
+    """One component of every runtime of this class."""
+
+    options: dict[str, str] | None = Field(
+        default=None, description="Options; a runtime's own options win over these."
+    )
+    template: KubeObject | None = Field(default=None, description="A core/v1 PodTemplateSpec.")
+    service: RuntimeComponentService | None = None
+    dependencies: RuntimeComponentDependencies | None = None
+    execution_entries: ExecutionEntries | None = None
+
+    def has_service(self) -> bool:
+        return self.service is not None and self.service.headless is not None
+
+
+class RuntimeTopology(KubeModel):
     """The components runtimes of this class have; a missing one is not run."""
 
-    master: ComponentTemplate | None = None
-    worker: ComponentTemplate | None = None
-    client: ComponentTemplate | None = None
+    master: RuntimeComponentDefinition | None = None
+    worker: RuntimeComponentDefinition | None = None
+    client: RuntimeComponentDefinition | None = None
 
-    def component(self, component: names.Component) -> ComponentTemplate | None:
-        template: ComponentTemplate | None = getattr(self, component)
-        return template
+    def component(self, component: names.Component) -> RuntimeComponentDefinition | None:
+        definition: RuntimeComponentDefinition | None = getattr(self, component)
+        return definition
+
+
+class ConfigMapExtraResource(KubeModel):
+    name: str | None = None
+    data: dict[str, str] | None = None
+
+
+class RuntimeExtraResources(KubeModel):
+    config_maps: list[ConfigMapExtraResource] | None = None
+
+
+class DataOperationSpec(KubeModel):
+    name: Literal["DataLoad", "DataBackup", "DataMigrate", "DataProcess"]
+    image: str | None = None
+    command: list[str] | None = None
+    args: list[str] | None = None
 
 
 class CacheRuntimeClass(Resource):
@@ -53,5 +113,10 @@ class CacheRuntimeClass(Resource):
     )
 
     kind: str = "CacheRuntimeClass"
-    file_system_type: str = Field(min_length=1, description="The cache system, e.g. mooncake.")
-    topology: Topology = Field(default_factory=Topology)
+    file_system_type: str = Field(min_length=1, description="The cache system, e.g. mooncakefs.")
+    topology: RuntimeTopology | None = None
+    extra_resources: RuntimeExtraResources | None = None
+    data_operation_specs: list[DataOperationSpec] | None = None
+
+    def component(self, component: names.Component) -> RuntimeComponentDefinition | None:
+        return self.topology.component(component) if self.topology is not None else None

@@ -36,6 +36,10 @@ _KEPT = frozenset(
         "maxItems",
         "x-kubernetes-validations",
         "x-kubernetes-preserve-unknown-fields",
+        "x-kubernetes-int-or-string",
+        "x-kubernetes-list-type",
+        "x-kubernetes-list-map-keys",
+        "x-kubernetes-map-type",
     }
 )
 
@@ -56,6 +60,9 @@ def _convert(node: Schema, defs: dict[str, Schema], where: str) -> Schema:
         ref: str = node.pop("$ref")
         # Keys beside the $ref (a field's own description or default) override the target's.
         return _convert({**defs[ref.removeprefix(_REF_PREFIX)], **node}, defs, where)
+    if node.get("x-kubernetes-int-or-string"):
+        # A Quantity or IntOrString: the one typeless union Kubernetes allows, spelled as it wants it.
+        return {key: value for key, value in node.items() if key in _KEPT | {"anyOf"}}
     if "anyOf" in node:
         branches = [b for b in node.pop("anyOf") if b != _NULL]
         if len(branches) != 1:

@@ -1,81 +1,137 @@
-"""Dataset: where the data lives (mounts) and how pods may access it (SPEC §1)."""
+"""Dataset: where the data lives (mounts) and how pods may access it, with upstream Fluid's
+v1alpha1 shape (``api/v1alpha1/dataset_types.go``) so a Fluid user's manifests apply unchanged.
+
+The product acts on ``mounts``, ``sharedOptions``, ``sharedEncryptOptions``, ``accessModes``,
+``placement``, ``nodeAffinity`` and ``tolerations``; the rest of upstream's spec is accepted and kept.
+"""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field
 
 from kubectl_fluid.api import names
 from kubectl_fluid.api.base import AGE, Condition, CrdInfo, KubeModel, PrinterColumn, Resource
+from kubectl_fluid.api.kubetypes import KubeObject
 
-AccessMode = Literal["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"]
-DatasetPhase = Literal["Pending", "Bound", "Failed", "NotBound", "Updating"]
+DatasetPhase = Literal["Pending", "Bound", "Failed", "NotBound", "Updating", "DataMigrating", ""]
+PlacementMode = Literal["Exclusive", "Shared", ""]
+DEFAULT_ACCESS_MODES = ("ReadOnlyMany",)
 
 
-class SecretKeyRef(KubeModel):
-    """A key of a Secret in the Dataset's namespace."""
+class SecretKeySelector(KubeModel):
+    """A key of a Secret in the Dataset's namespace. Upstream's schema leaves ``key`` optional; the
+    runtime config needs it, so a missing key is a condition on the runtime, not a refusal here."""
 
     name: str = Field(min_length=1)
-    key: str = Field(min_length=1)
+    key: str | None = None
 
 
 class EncryptOptionSource(KubeModel):
-    secret_key_ref: SecretKeyRef
+    secret_key_ref: SecretKeySelector | None = None
 
 
 class EncryptOption(KubeModel):
     """An option whose value is secret: components read it from a file, never from the spec."""
 
     name: str = Field(min_length=1, description="Option name, as the cache system expects it.")
-    value_from: EncryptOptionSource
+    value_from: EncryptOptionSource | None = None
 
 
 class Mount(KubeModel):
     """One data source of the Dataset."""
 
     mount_point: str = Field(min_length=5, description="URI of the source, e.g. s3://bucket/dir.")
-    name: str = Field(description="Name of the mount; also its default path.")
-    path: str | None = Field(default=None, description="Path of the mount in the dataset, default /{name}.")
-    options: dict[str, str] = Field(default_factory=dict)
-    encrypt_options: list[EncryptOption] = Field(default_factory=list)
-    read_only: bool = False
-    shared: bool = False
-
-    # The default depends on another field, so it cannot live in the CRD schema; it is applied
-    # wherever a Dataset is read, which is the only place it matters.
-    @model_validator(mode="after")
-    def _default_path(self) -> Mount:
-        if not self.path:
-            self.path = f"/{self.name}"
-        return self
-
-
-class DatasetSpec(KubeModel):
-    mounts: list[Mount] = Field(default_factory=list)
-    shared_options: dict[str, str] = Field(
-        default_factory=dict, description="Options of every mount; a mount's own options win."
+    options: dict[str, str] | None = None
+    name: str | None = Field(default=None, description="Name of the mount; also its default path.")
+    path: str | None = Field(
+        default=None, description="Absolute path of the mount in the dataset, default /{name}."
     )
-    shared_encrypt_options: list[EncryptOption] = Field(
-        default_factory=list, description="Encrypt options of every mount; a mount's own win by name."
-    )
-    # A plain default (pydantic copies it per instance) so the CRD schema carries it too.
-    access_modes: list[AccessMode] = Field(default=["ReadOnlyMany"])
+    read_only: bool | None = None
+    shared: bool | None = None
+    encrypt_options: list[EncryptOption] | None = None
+
+    def dataset_path(self) -> str:
+        """Where the mount sits in the dataset, as upstream computes it: ``path`` when absolute (a
+        relative one is ignored), else ``/{name}``."""
+        if self.path and self.path.startswith("/"):
+            return self.path
+        return "/" + (self.name or "").lstrip("/")
+
+
+class User(KubeModel):
+    uid: int
+    gid: int
+    user: str
+    group: str
+
+
+class CacheableNodeAffinity(KubeModel):
+    required: KubeObject | None = Field(default=None, description="A core/v1 NodeSelector.")
 
 
 class DatasetRuntime(KubeModel):
-    """The runtime bound to the Dataset."""
+    """A runtime bound to the Dataset."""
 
-    name: str
-    namespace: str
-    type: str = names.RUNTIME_TYPE_CACHE
+    name: str | None = None
+    namespace: str | None = None
     category: str | None = None
+    type: str | None = None
+    master_replicas: int | None = None
+
+
+class DataRestoreLocation(KubeModel):
+    path: str | None = None
+    node_name: str | None = None
+
+
+class DatasetSpec(KubeModel):
+    mounts: list[Mount] | None = Field(default=None, min_length=1)
+    owner: User | None = None
+    node_affinity: CacheableNodeAffinity | None = None
+    tolerations: list[KubeObject] | None = None
+    access_modes: list[str] | None = Field(default=None, description="Default [ReadOnlyMany].")
+    runtimes: list[DatasetRuntime] | None = None
+    placement: PlacementMode | None = Field(default=None, description='Exclusive (also "") or Shared.')
+    data_restore_location: DataRestoreLocation | None = None
+    shared_options: dict[str, str] | None = Field(
+        default=None, description="Options of every mount; a mount's own options win."
+    )
+    shared_encrypt_options: list[EncryptOption] | None = Field(
+        default=None, description="Encrypt options of every mount; a mount's own win by name."
+    )
+
+    def all_mounts(self) -> list[Mount]:
+        return list(self.mounts or ())
+
+    def effective_access_modes(self) -> list[str]:
+        return list(self.access_modes or DEFAULT_ACCESS_MODES)
+
+    def is_exclusive(self) -> bool:
+        return self.placement in (None, "", "Exclusive")
+
+
+class HcfsStatus(KubeModel):
+    endpoint: str | None = None
+    underlayer_file_system_version: str | None = None
 
 
 class DatasetStatus(KubeModel):
+    mounts: list[Mount] | None = None
+    ufs_total: str | None = None
     phase: DatasetPhase | None = None
-    runtimes: list[DatasetRuntime] = Field(default_factory=list)
+    runtimes: list[DatasetRuntime] | None = None
     conditions: list[Condition] = Field(default_factory=list)
+    cache_states: dict[str, str] | None = None
+    hcfs: HcfsStatus | None = None
+    file_num: str | None = None
+    data_load_ref: str | None = None
+    data_backup_ref: str | None = None
+    operation_ref: dict[str, str] | None = None
+    dataset_ref: list[str] | None = None
+    # The product's own: the generation its conditions describe.
+    observed_generation: int | None = None
 
 
 # The same rules as ``names.dataset_name_error``, each with a message saying why it exists.
@@ -101,9 +157,21 @@ class Dataset(Resource):
         kind="Dataset",
         plural="datasets",
         scope="Namespaced",
-        printer_columns=(PrinterColumn("Phase", ".status.phase"), AGE),
+        # Upstream's columns, so `kubectl get dataset` reads as it does with Fluid.
+        printer_columns=(
+            PrinterColumn("Ufs Total Size", ".status.ufsTotal"),
+            PrinterColumn("Cached", ".status.cacheStates.cached"),
+            PrinterColumn("Cache Capacity", ".status.cacheStates.cacheCapacity"),
+            PrinterColumn("Cached Percentage", ".status.cacheStates.cachedPercentage"),
+            PrinterColumn("Phase", ".status.phase"),
+            PrinterColumn("HCFS URL", ".status.hcfs.endpoint", priority=10),
+            PrinterColumn("TOTAL FILES", ".status.fileNum", priority=11),
+            PrinterColumn("CACHE HIT RATIO", ".status.cacheStates.cacheHitRatio", priority=10),
+            AGE,
+        ),
+        short_names=("dataset",),
     )
 
     kind: str = "Dataset"
-    spec: DatasetSpec
+    spec: DatasetSpec = Field(default_factory=DatasetSpec)
     status: DatasetStatus | None = None

@@ -86,14 +86,24 @@ RUNTIME_CONFIG_PATH_ENV_PREFIX: Final = "FLUID_RUNTIME_CONFIG_PATH_"
 # Cache component pods (master/worker/client of one dataset) see the ConfigMap at the root itself.
 COMPONENT_CONFIG_DIR: Final = POD_CONFIG_ROOT
 COMPONENT_CONFIG_PATH: Final = f"{COMPONENT_CONFIG_DIR}/{RUNTIME_JSON_KEY}"
-COMPONENT_CONFIG_VOLUME: Final = "fluid-runtime-config"
 ENV_DATASET_NAME: Final = "FLUID_DATASET_NAME"
 ENV_DATASET_NAMESPACE: Final = "FLUID_DATASET_NAMESPACE"
 ENV_RUNTIME_CONFIG_PATH: Final = "FLUID_RUNTIME_CONFIG_PATH"
+ENV_RUNTIME_MOUNT_PATH: Final = "FLUID_RUNTIME_MOUNT_PATH"
 ENV_RUNTIME_COMPONENT_TYPE: Final = "FLUID_RUNTIME_COMPONENT_TYPE"
+ENV_RUNTIME_COMPONENT_SVC_NAME: Final = "FLUID_RUNTIME_COMPONENT_SVC_NAME"
 
 SECRETS_ROOT: Final = "/etc/fluid/secrets"
-TIERED_STORE_ROOT: Final = "/fluid/cache"
+# Tiered-store levels, where upstream mounts them in worker and client containers (and names them
+# so in runtime.json): process memory is the pod's /dev/shm; emptyDir and hostPath levels get a
+# directory per level and path.
+TIERED_STORE_ROOT: Final = "/etc/fluid/mount/tiered-store"
+PROCESS_MEMORY_MOUNT_PATH: Final = "/dev/shm"
+# runtime.json's mediumType: upstream writes only these two (never SSD).
+MEDIUM_MEMORY: Final = "MEM"
+MEDIUM_DISK: Final = "HDD"
+# emptyDir's medium that makes a level memory (core/v1 StorageMedium).
+EMPTY_DIR_MEMORY: Final = "Memory"
 
 Component = Literal["master", "worker", "client"]
 COMPONENTS: Final[tuple[Component, ...]] = ("master", "worker", "client")
@@ -270,13 +280,28 @@ def target_path(namespace: str, dataset: str) -> str:
     return f"/runtime-mnt/cache/{namespace}/{dataset}/cache-fuse"
 
 
-def tiered_store_mount_path(level: int) -> str:
-    """Container path of a generated (emptyDir) tiered-store level; hostPath levels keep their path."""
-    return f"{TIERED_STORE_ROOT}/level-{level}"
+def empty_dir_tier_mount_path(level: int) -> str:
+    """Container path of an emptyDir tiered-store level (upstream's, one per level)."""
+    return f"{TIERED_STORE_ROOT}/level-{level}-index-0-emptydir"
 
 
-def tiered_store_volume(level: int) -> str:
-    return f"fluid-cache-level-{level}"
+def host_path_tier_mount_path(level: int, index: int) -> str:
+    """Container path of the ``index``-th path of a hostPath tiered-store level (upstream's)."""
+    return f"{TIERED_STORE_ROOT}/level-{level}-index-{index}-hostpath"
+
+
+def memory_tier_volume(level: int) -> str:
+    return f"tiered-store-level-{level}-memory"
+
+
+def tier_volume(level: int, index: int) -> str:
+    """Pod volume of an emptyDir level (index 0) or of one path of a hostPath level."""
+    return f"tiered-store-level-{level}-index-{index}"
+
+
+def component_config_volume(runtime: str) -> str:
+    """The runtime config's volume in a component pod (upstream: ``fluid-runtime-<name>-config``)."""
+    return f"fluid-runtime-{runtime}-config"
 
 
 # --- cache components -----------------------------------------------------------------------------
