@@ -18,7 +18,10 @@ from pydantic import WithJsonSchema
 KubeObject = Annotated[dict[str, Any], WithJsonSchema({"type": "object", "additionalProperties": True})]
 
 # resource.Quantity, as Kubernetes schemas spell it: an integer or a string of the quantity grammar.
-QUANTITY_PATTERN = r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+QUANTITY_PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
 Quantity = Annotated[
     int | str,
     WithJsonSchema(
