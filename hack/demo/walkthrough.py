@@ -133,7 +133,6 @@ def clientless(k: Cluster) -> None:
         "metadata": {"name": DS, "namespace": NS},
         "spec": {
             "runtimeClassName": "mooncake",
-            "client": {"disabled": True},
             # Loopback and free ports: the master runs on this machine, beside whatever else does.
             "master": {
                 "replicas": 1,
@@ -147,7 +146,7 @@ def clientless(k: Cluster) -> None:
             "worker": {
                 "replicas": 1,
                 "options": {"port": str(worker_port)},
-                "tieredStore": {"levels": [{"medium": {"processMemory": {}}, "quota": "64Mi"}]},
+                "tieredStore": {"levels": [{"processMemory": {"quota": "64Mi"}}]},
             },
         },
     }

@@ -4,9 +4,9 @@ clientless or FUSE, bound or not, is its runtime config ready, how many pods car
 Four lists (Datasets, CacheRuntimes, the controller's ConfigMaps, injected Pods), joined here by name.
 Only the Datasets are required; a list RBAC forbids becomes ``<unknown>`` cells and a warning.
 
-Decisions: MODE comes from the rendered runtime.json (a client component enabled → FUSE, absent or
-disabled → Clientless), else from the CacheRuntime (``client.disabled``), else ``<unknown>`` (the class
-decides and the config is not rendered yet). INJECTED-PODS counts pods that carry the dataset's
+Decisions: MODE comes from the rendered runtime.json (a client component present → FUSE, absent →
+Clientless), else from the CacheRuntime (``client.disabled: true`` → Clientless), else ``<unknown>``
+(whether the class defines a client decides, and the config is not rendered yet). INJECTED-PODS counts pods that carry the dataset's
 runtime-config volume, i.e. what the webhook did, not what pods asked for.
 """
 
@@ -73,8 +73,8 @@ def mode_of(runtime: Mapping[str, Any] | None, configmap: Mapping[str, Any] | No
         else:
             return FUSE if isinstance(client, dict) and client.get("enabled") else CLIENTLESS
     client_spec = ((runtime or {}).get("spec") or {}).get("client")
-    if isinstance(client_spec, dict):
-        return CLIENTLESS if client_spec.get("disabled") else FUSE
+    if isinstance(client_spec, dict) and client_spec.get("disabled"):
+        return CLIENTLESS
     return None
 
 

@@ -174,7 +174,7 @@ def test_value_put_by_one_app_pod_is_got_by_another_through_runtime_sh(
             worker={
                 "replicas": 1,
                 "options": {"port": str(worker_port)},
-                "tieredStore": {"levels": [{"medium": {"processMemory": {}}, "quota": "64Mi"}]},
+                "tieredStore": {"levels": [{"processMemory": {"quota": "64Mi"}}]},
             },
         )
     )

@@ -124,7 +124,8 @@ def test_mode_prefers_the_rendered_config() -> None:
     )
     assert ds_view.mode_of(None, configmap("x")) == ds_view.CLIENTLESS
     assert ds_view.mode_of(runtime("x", disabled=True), None) == ds_view.CLIENTLESS
-    assert ds_view.mode_of(runtime("x", disabled=False), None) == ds_view.FUSE
+    # Not disabled: whether the class defines a client decides, and only the rendered config knows.
+    assert ds_view.mode_of(runtime("x", disabled=False), None) is None
     assert ds_view.mode_of(runtime("x", disabled=None), None) is None
 
 
