@@ -20,8 +20,8 @@ from tests.unit.shells import SHELLS, shell_argv, source_and_dump
 
 def _assert_round_trip(config: RuntimeConfig, workdir: Path) -> None:
     script = render_sh(config)
+    assert flatten(config) == expected_exports(render_json(config))
     expected = dict(flatten(config))
-    assert expected == expected_exports(render_json(config))
     for shell in SHELLS:
         assert source_and_dump(shell, script, workdir) == expected, shell
     # `$(touch pwned)` and friends must stay text.
