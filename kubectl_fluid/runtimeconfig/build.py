@@ -1,111 +1,99 @@
-"""Build a dataset's runtime config from its Dataset, CacheRuntime and CacheRuntimeClass (SPEC §3).
+"""Build a dataset's runtime config from its Dataset, CacheRuntime and CacheRuntimeClass, with the
+values upstream Fluid computes (``generateRuntimeConfigData``; SPEC §3):
 
-Decisions where SPEC is silent:
-- A mount's options are ``sharedOptions`` overlaid with the mount's own; its encrypt options are
-  ``sharedEncryptOptions`` overlaid by name with the mount's own (Fluid's behaviour).
-- A component exists when the runtime or its class defines it, and is enabled unless the runtime
-  sets ``disabled``. A component neither defines (a clientless class without a client) is absent.
-- A tiered-store level's ``mediumType`` is the name of its medium (``processMemory``, ``emptyDir``,
-  ``hostPath``); ``mountPaths`` is empty for process memory, the node path for hostPath and a
-  generated path for emptyDir; ``quotas`` holds the quota when one is set; unset watermarks are "".
+- Mounts: every mount of the Dataset, in order. ``options`` are ``sharedOptions`` overlaid by the
+  mount's own; ``encryptOptions`` are ``sharedEncryptOptions`` overlaid by name by the mount's own,
+  each the file ``/etc/fluid/secrets/{secret}/{key}``; an option without a Secret name or key is an
+  error. ``path`` is the mount's ``path`` when absolute (a relative one is ignored, as upstream
+  does), else ``/{name}``. ``accessModes`` default to ``[ReadOnlyMany]``.
+- A component is present when the class's topology defines it and the runtime does not disable it
+  (a class defining none is an error). Its ``options`` are the class's, then the runtime's
+  ``spec.options``, then its own (later wins); ``replicas`` the runtime's (the client has none);
+  ``service.name`` ``svc-{name}-{component}`` where the class gives it ``service.headless``, else "".
+- Tiered-store levels: see ``tiers``.
 """
 
 from __future__ import annotations
 
 from kubectl_fluid.api import names
-from kubectl_fluid.api.cacheruntime import CacheRuntime, CachingComponentSpec, TieredStoreLevel
-from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass
-from kubectl_fluid.api.dataset import Dataset, DatasetSpec, EncryptOption, Mount
+from kubectl_fluid.api.cacheruntime import CacheRuntime
+from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass, RuntimeComponentDefinition
+from kubectl_fluid.api.dataset import Dataset, EncryptOption, Mount
 from kubectl_fluid.runtimeconfig.errors import RuntimeConfigError
-from kubectl_fluid.runtimeconfig.model import (
-    ComponentConfig,
-    MountConfig,
-    RuntimeConfig,
-    ServiceConfig,
-    TieredStoreLevelConfig,
-)
+from kubectl_fluid.runtimeconfig.model import ComponentConfig, MountConfig, RuntimeConfig, ServiceConfig
+from kubectl_fluid.runtimeconfig.tiers import tier_levels
 
 
 def build_runtime_config(
-    dataset: Dataset,
-    runtime: CacheRuntime,
-    runtime_class: CacheRuntimeClass | None,
-    namespace: str,
+    dataset: Dataset, runtime: CacheRuntime, runtime_class: CacheRuntimeClass, namespace: str
 ) -> RuntimeConfig:
+    """Raises RuntimeConfigError, saying what to change, where the inputs make no runtime config."""
     name = dataset.metadata.name
     if runtime.metadata.name != name:
         raise RuntimeConfigError(
             f'CacheRuntime "{runtime.metadata.name}" must have the same name as its Dataset "{name}"'
         )
-    components = {c: _component(c, name, runtime, runtime_class) for c in names.COMPONENTS}
+    definitions = {c: runtime_class.component(c) for c in names.COMPONENTS}
+    if all(definition is None for definition in definitions.values()):
+        raise RuntimeConfigError(
+            f'CacheRuntimeClass "{runtime_class.metadata.name}": at least one component should be defined '
+            "in runtimeClass: give its topology a master, a worker or a client"
+        )
     return RuntimeConfig(
+        mounts=[_mount(dataset, i, mount) for i, mount in enumerate(dataset.spec.all_mounts())],
+        access_modes=dataset.spec.effective_access_modes(),
         target_path=names.target_path(namespace, name),
-        access_modes=list(dataset.spec.access_modes),
-        mounts=[_mount(m, dataset.spec) for m in dataset.spec.mounts],
-        master=components["master"],
-        worker=components["worker"],
-        client=components["client"],
+        master=_component("master", runtime, definitions["master"]),
+        worker=_component("worker", runtime, definitions["worker"]),
+        client=_component("client", runtime, definitions["client"]),
     )
 
 
-def _encrypt_paths(options: list[EncryptOption]) -> dict[str, str]:
-    return {
-        o.name: names.encrypt_option_path(o.value_from.secret_key_ref.name, o.value_from.secret_key_ref.key)
-        for o in options
-    }
+def _secret_file(dataset: Dataset, field: str, option: EncryptOption) -> str:
+    ref = option.value_from.secret_key_ref if option.value_from else None
+    if ref is None or not ref.name or not ref.key:
+        raise RuntimeConfigError(
+            f'Dataset "{dataset.metadata.name}" spec.{field}: encryptOption {option.name} has empty '
+            "secretKeyRef name or key: set valueFrom.secretKeyRef.name to the Secret and .key to the key "
+            "holding the value"
+        )
+    return names.encrypt_option_path(ref.name, ref.key)
 
 
-def _mount(mount: Mount, spec: DatasetSpec) -> MountConfig:
+def _mount(dataset: Dataset, index: int, mount: Mount) -> MountConfig:
+    spec = dataset.spec
+    encrypt: dict[str, str] = {}
+    for field, options in (
+        ("sharedEncryptOptions", spec.shared_encrypt_options),
+        (f"mounts[{index}].encryptOptions", mount.encrypt_options),
+    ):
+        for option in options or ():
+            encrypt[option.name] = _secret_file(dataset, field, option)
     return MountConfig(
-        name=mount.name,
-        path=mount.path or f"/{mount.name}",
         mount_point=mount.mount_point,
-        read_only=mount.read_only,
-        shared=mount.shared,
-        options={**spec.shared_options, **mount.options},
-        encrypt_options=_encrypt_paths([*spec.shared_encrypt_options, *mount.encrypt_options]),
+        options={**(spec.shared_options or {}), **(mount.options or {})},
+        encrypt_options=encrypt,
+        name=mount.name or "",
+        path=mount.dataset_path(),
+        read_only=bool(mount.read_only),
+        shared=bool(mount.shared),
     )
 
 
 def _component(
-    component: names.Component,
-    dataset: str,
-    runtime: CacheRuntime,
-    runtime_class: CacheRuntimeClass | None,
+    component: names.Component, runtime: CacheRuntime, definition: RuntimeComponentDefinition | None
 ) -> ComponentConfig | None:
     spec = runtime.spec.component(component)
-    template = runtime_class.topology.component(component) if runtime_class else None
-    if (spec is None and template is None) or (spec is not None and spec.disabled):
+    if definition is None or spec.disabled:
         return None
-    levels = []
-    if isinstance(spec, CachingComponentSpec) and spec.tiered_store:
-        levels = [_level(i, level) for i, level in enumerate(spec.tiered_store.levels)]
+    name = runtime.metadata.name
     return ComponentConfig(
         enabled=True,
-        name=names.component_name(dataset, component),
-        replicas=spec.replicas if spec else 1,
-        service=ServiceConfig(name=names.component_service(dataset, component)),
-        options={
-            **(template.options if template else {}),
-            **runtime.spec.options,
-            **(spec.options if spec else {}),
-        },
-        tiered_store_levels=levels,
-    )
-
-
-def _level(index: int, level: TieredStoreLevel) -> TieredStoreLevelConfig:
-    medium = level.medium
-    if medium.host_path is not None:
-        medium_type, mount_paths = "hostPath", [medium.host_path.path]
-    elif medium.empty_dir is not None:
-        medium_type, mount_paths = "emptyDir", [names.tiered_store_mount_path(index)]
-    else:
-        medium_type, mount_paths = "processMemory", []
-    return TieredStoreLevelConfig(
-        medium_type=medium_type,
-        mount_paths=mount_paths,
-        quotas=[level.quota] if level.quota else [],
-        high=level.high or "",
-        low=level.low or "",
+        name=names.component_name(name, component),
+        options={**(definition.options or {}), **(runtime.spec.options or {}), **(spec.options or {})},
+        replicas=spec.replica_count() or 0,
+        service=ServiceConfig(
+            name=names.component_service(name, component) if definition.has_service() else ""
+        ),
+        tiered_store_levels=tier_levels(component, spec.tiered_levels()),
     )

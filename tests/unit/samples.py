@@ -19,12 +19,17 @@ SPEC_RUNTIME = {
     "metadata": {"name": "ds1", "namespace": "default"},
     "spec": {"runtimeClassName": "mooncake", "client": {"disabled": True}},
 }
+_TEMPLATE = {"spec": {"containers": [{"name": "main", "image": "mooncake:1"}]}}
+# Master and worker with headless Services, no client: a clientless class.
 MOONCAKE_CLASS = {
     "apiVersion": "data.fluid.io/v1alpha1",
     "kind": "CacheRuntimeClass",
     "metadata": {"name": "mooncake"},
     "fileSystemType": "mooncake",
-    "topology": {"master": {"image": "mooncake:1"}, "worker": {"image": "mooncake:1"}},
+    "topology": {
+        "master": {"service": {"headless": {}}, "template": _TEMPLATE},
+        "worker": {"service": {"headless": {}}, "template": _TEMPLATE},
+    },
 }
 
 
