@@ -1,6 +1,7 @@
 """Where a runtime.sh variable's value comes from, in the fields a user writes, so an error about a
 value can name the field to change. Only the variables a user can make long are listed; the rest
-(counts, booleans, names derived from the Dataset's name) are the controller's own.
+(counts, booleans, medium types, names and paths derived from the Dataset's name and the level's
+index) are the controller's own.
 """
 
 from __future__ import annotations
@@ -9,12 +10,13 @@ import re
 
 _C = r"(?P<c>MASTER|WORKER|CLIENT)"
 _LEVEL = rf"{_C}_TIEREDSTORE_LEVEL_(?P<i>\d+)"
+_LEVEL_FIELD = "CacheRuntime spec.{c}.tieredStore.levels[{i}]"
 _SOURCES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(pattern), source)
     for pattern, source in (
         (r"RUNTIME_ACCESSMODE_(?P<i>\d+)", "Dataset spec.accessModes[{i}]"),
         (r"MOUNT_(?P<i>\d+)_NAME", "Dataset spec.mounts[{i}].name"),
-        (r"MOUNT_(?P<i>\d+)_PATH", "Dataset spec.mounts[{i}].path"),
+        (r"MOUNT_(?P<i>\d+)_PATH", "Dataset spec.mounts[{i}].path (or .name, where path is not absolute)"),
         (r"MOUNT_(?P<i>\d+)_MOUNTPOINT", "Dataset spec.mounts[{i}].mountPoint"),
         (r"MOUNT_(?P<i>\d+)_OPTIONS", "Dataset spec.sharedOptions or spec.mounts[{i}].options"),
         (
@@ -25,10 +27,14 @@ _SOURCES: tuple[tuple[re.Pattern[str], str], ...] = tuple(
             rf"{_C}_OPTIONS",
             "CacheRuntime spec.options or spec.{c}.options, or CacheRuntimeClass topology.{c}.options",
         ),
-        (rf"{_LEVEL}_MOUNTPATH_\d+", "CacheRuntime spec.{c}.tieredStore.levels[{i}].medium.hostPath.path"),
-        (rf"{_LEVEL}_QUOTA_\d+", "CacheRuntime spec.{c}.tieredStore.levels[{i}].quota"),
-        (rf"{_LEVEL}_HIGH", "CacheRuntime spec.{c}.tieredStore.levels[{i}].high"),
-        (rf"{_LEVEL}_LOW", "CacheRuntime spec.{c}.tieredStore.levels[{i}].low"),
+        # The first quota of a level is its only one unless the level is a hostPath one.
+        (
+            rf"{_LEVEL}_QUOTA_0",
+            _LEVEL_FIELD + ".processMemory.quota, .emptyDir.quota or .hostPath.quotas[0]",
+        ),
+        (rf"{_LEVEL}_QUOTA_(?P<j>\d+)", _LEVEL_FIELD + ".hostPath.quotas[{j}]"),
+        (rf"{_LEVEL}_HIGH", _LEVEL_FIELD + ".high"),
+        (rf"{_LEVEL}_LOW", _LEVEL_FIELD + ".low"),
     )
 )
 
@@ -39,5 +45,5 @@ def source_of(variable: str) -> str | None:
         match = pattern.fullmatch(variable)
         if match:
             groups = match.groupdict()
-            return source.format(c=(groups.get("c") or "").lower(), i=groups.get("i"))
+            return source.format(c=(groups.get("c") or "").lower(), i=groups.get("i"), j=groups.get("j"))
     return None

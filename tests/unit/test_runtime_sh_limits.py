@@ -114,9 +114,9 @@ def test_the_whole_script_is_capped_exactly() -> None:
 
 def test_every_variable_a_user_can_fill_names_its_field() -> None:
     # A marker in every user-written string: each variable carrying one must have a source, so a
-    # field added to the config without one is caught here.
+    # field added to the config without one is caught here. Tier mount paths and medium types are
+    # the controller's own.
     config = spec_config()
-    assert config.master is not None
     marked = config.model_copy(
         update={
             "access_modes": ["MARK"],
@@ -125,8 +125,6 @@ def test_every_variable_a_user_can_fill_names_its_field() -> None:
                     name="MARK",
                     path="MARK",
                     mount_point="MARK",
-                    read_only=False,
-                    shared=False,
                     options={"k": "MARK"},
                     encrypt_options={"k": "MARK"},
                 )
@@ -134,7 +132,7 @@ def test_every_variable_a_user_can_fill_names_its_field() -> None:
         }
     )
     level = TieredStoreLevelConfig(
-        medium_type="hostPath", mount_paths=["MARK"], quotas=["MARK"], high="MARK", low="MARK"
+        medium_type="HDD", mount_paths=["/p0", "/p1"], quotas=["MARK", "MARK"], high="MARK", low="MARK"
     )
     for component in ("master", "worker"):
         current = getattr(marked, component)
@@ -144,10 +142,15 @@ def test_every_variable_a_user_can_fill_names_its_field() -> None:
     carrying = [name for name, value in flatten(marked) if "MARK" in value]
     assert len(carrying) == 1 + 5 + 2 * 5
     assert [name for name in carrying if source_of(name) is None] == []
-    assert (
-        source_of("WORKER_TIEREDSTORE_LEVEL_0_QUOTA_0")
-        == "CacheRuntime spec.worker.tieredStore.levels[0].quota"
+    assert source_of("WORKER_TIEREDSTORE_LEVEL_2_QUOTA_0") == (
+        "CacheRuntime spec.worker.tieredStore.levels[2].processMemory.quota, .emptyDir.quota or "
+        ".hostPath.quotas[0]"
     )
+    assert (
+        source_of("CLIENT_TIEREDSTORE_LEVEL_0_QUOTA_3")
+        == "CacheRuntime spec.client.tieredStore.levels[0].hostPath.quotas[3]"
+    )
+    assert source_of("WORKER_TIEREDSTORE_LEVEL_0_MOUNTPATH_0") is None
     assert source_of("MASTER_NAME") is None  # the controller's own
 
 
