@@ -1,12 +1,19 @@
 """Pure builders of a dataset's runtime config: ``runtime.json`` and its shell form ``runtime.sh``."""
 
 from kubectl_fluid.runtimeconfig.build import build_runtime_config
-from kubectl_fluid.runtimeconfig.errors import RuntimeConfigError, RuntimeConfigTooLarge
+from kubectl_fluid.runtimeconfig.errors import (
+    InvalidRuntimeClass,
+    InvalidTieredStore,
+    RuntimeConfigError,
+    RuntimeConfigTooLarge,
+)
 from kubectl_fluid.runtimeconfig.model import RuntimeConfig
 from kubectl_fluid.runtimeconfig.render import render_json
 from kubectl_fluid.runtimeconfig.shell import flatten, render_sh
 
 __all__ = [
+    "InvalidRuntimeClass",
+    "InvalidTieredStore",
     "RuntimeConfig",
     "RuntimeConfigError",
     "RuntimeConfigTooLarge",

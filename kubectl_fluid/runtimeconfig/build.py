@@ -19,7 +19,7 @@ from kubectl_fluid.api import names
 from kubectl_fluid.api.cacheruntime import CacheRuntime
 from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass, RuntimeComponentDefinition
 from kubectl_fluid.api.dataset import Dataset, EncryptOption, Mount
-from kubectl_fluid.runtimeconfig.errors import RuntimeConfigError
+from kubectl_fluid.runtimeconfig.errors import InvalidRuntimeClass, RuntimeConfigError
 from kubectl_fluid.runtimeconfig.model import ComponentConfig, MountConfig, RuntimeConfig, ServiceConfig
 from kubectl_fluid.runtimeconfig.tiers import tier_levels
 
@@ -35,7 +35,7 @@ def build_runtime_config(
         )
     definitions = {c: runtime_class.component(c) for c in names.COMPONENTS}
     if all(definition is None for definition in definitions.values()):
-        raise RuntimeConfigError(
+        raise InvalidRuntimeClass(
             f'CacheRuntimeClass "{runtime_class.metadata.name}": at least one component should be defined '
             "in runtimeClass: give its topology a master, a worker or a client"
         )
@@ -95,5 +95,5 @@ def _component(
         service=ServiceConfig(
             name=names.component_service(name, component) if definition.has_service() else ""
         ),
-        tiered_store_levels=tier_levels(component, spec.tiered_levels()),
+        tiered_store_levels=tier_levels(name, component, spec.tiered_levels()),
     )

@@ -8,6 +8,18 @@ class RuntimeConfigError(ValueError):
     reason = "InvalidSpec"
 
 
+class InvalidRuntimeClass(RuntimeConfigError):
+    """The CacheRuntimeClass cannot run any runtime (it defines no component)."""
+
+    reason = "InvalidRuntimeClass"
+
+
+class InvalidTieredStore(RuntimeConfigError):
+    """A tiered-store level upstream refuses."""
+
+    reason = "InvalidTieredStore"
+
+
 class RuntimeConfigTooLarge(RuntimeConfigError):
     """runtime.sh would not fit the limits of a process environment (see ``limits``)."""
 

@@ -12,23 +12,25 @@ from __future__ import annotations
 from kubectl_fluid.api import names
 from kubectl_fluid.api.cacheruntime import RuntimeTieredStoreLevel
 from kubectl_fluid.api.quantity import Quantity, QuantityError
-from kubectl_fluid.runtimeconfig.errors import RuntimeConfigError
+from kubectl_fluid.runtimeconfig.errors import InvalidTieredStore
 from kubectl_fluid.runtimeconfig.model import TieredStoreLevelConfig
 
 
 def tier_levels(
-    component: names.Component, levels: list[RuntimeTieredStoreLevel]
+    runtime: str, component: names.Component, levels: list[RuntimeTieredStoreLevel]
 ) -> list[TieredStoreLevelConfig]:
-    field = f"CacheRuntime spec.{component}.tieredStore.levels"
+    """The levels of CacheRuntime ``runtime``'s ``component``; raises InvalidTieredStore, naming the
+    field, for a level upstream refuses."""
+    field = f'CacheRuntime "{runtime}" spec.{component}.tieredStore.levels'
     if sum(level.process_memory is not None for level in levels) > 1:
-        raise RuntimeConfigError(
+        raise InvalidTieredStore(
             f"{field}: RuntimeTieredStore should have only one ProcessMemoryMediumSource for all levels: "
             "a component has one process memory; keep one processMemory level"
         )
     for i, level in enumerate(levels):
         media = level.media()
         if len(media) > 1:
-            raise RuntimeConfigError(
+            raise InvalidTieredStore(
                 f"{field}[{i}]: only one storage medium can be specified per level at index {i}, but found "
                 f"{len(media)} ({', '.join(media)}); make each its own level"
             )
@@ -39,7 +41,7 @@ def _quota(field: str, value: int | str) -> Quantity:
     try:
         return Quantity.of(value)
     except QuantityError as bad:
-        raise RuntimeConfigError(f"{field}: {bad}") from None
+        raise InvalidTieredStore(f"{field}: {bad}") from None
 
 
 def _level(field: str, index: int, level: RuntimeTieredStoreLevel) -> TieredStoreLevelConfig:
@@ -50,14 +52,14 @@ def _level(field: str, index: int, level: RuntimeTieredStoreLevel) -> TieredStor
     if level.process_memory is not None:
         quota = _quota(f"{field}.processMemory.quota", level.process_memory.quota)
         if quota.is_zero():
-            raise RuntimeConfigError(
+            raise InvalidTieredStore(
                 f"{field}.processMemory.quota: process memory quota cannot be zero at level index {index}"
             )
         medium, paths, quotas = names.MEDIUM_MEMORY, [names.PROCESS_MEMORY_MOUNT_PATH], [quota]
     elif level.host_path is not None:
         host = level.host_path
         if len(host.paths) != len(host.quotas):
-            raise RuntimeConfigError(
+            raise InvalidTieredStore(
                 f"{field}.hostPath: number of paths and quotas must be equal at level index {index} "
                 f"({len(host.paths)} paths, {len(host.quotas)} quotas): give each path its quota"
             )
@@ -66,7 +68,7 @@ def _level(field: str, index: int, level: RuntimeTieredStoreLevel) -> TieredStor
     elif level.empty_dir is not None:
         quota = _quota(f"{field}.emptyDir.quota", level.empty_dir.quota)
         if quota.is_zero():
-            raise RuntimeConfigError(
+            raise InvalidTieredStore(
                 f"{field}.emptyDir.quota: emptyDir quota cannot be zero for empty dir medium source at "
                 f"level index {index}"
             )

@@ -71,6 +71,7 @@ def test_a_class_without_components_is_refused_in_upstreams_words(topology: dict
         'CacheRuntimeClass "mooncake": at least one component should be defined in runtimeClass: give its '
         "topology a master, a worker or a client"
     )
+    assert refused.value.reason == "InvalidRuntimeClass"  # the Ready=False condition's reason
 
 
 def test_names_replicas_and_services() -> None:
@@ -224,40 +225,41 @@ def test_the_client_has_a_tiered_store_too() -> None:
     ]
 
 
+LEVELS = 'CacheRuntime "ds1" spec.worker.tieredStore.levels'
+
+
 @pytest.mark.parametrize(
     ("levels", "message"),
     [
         (
             [{"processMemory": {"quota": "1Gi"}}, {"processMemory": {"quota": "1Gi"}}],
-            "CacheRuntime spec.worker.tieredStore.levels: RuntimeTieredStore should have only one "
-            "ProcessMemoryMediumSource for all levels",
+            f"{LEVELS}: RuntimeTieredStore should have only one ProcessMemoryMediumSource for all levels",
         ),
         (
             [
                 {"emptyDir": {"quota": "1Gi"}},
                 {"emptyDir": {"quota": "1Gi"}, "hostPath": {"paths": ["/a"], "quotas": [1]}},
             ],
-            "CacheRuntime spec.worker.tieredStore.levels[1]: only one storage medium can be specified per "
-            "level at index 1, but found 2 (emptyDir, hostPath)",
+            f"{LEVELS}[1]: only one storage medium can be specified per level at index 1, but found 2 "
+            "(emptyDir, hostPath)",
         ),
         (
             [{"processMemory": {"quota": "0Gi"}}],
-            "CacheRuntime spec.worker.tieredStore.levels[0].processMemory.quota: process memory quota "
-            "cannot be zero at level index 0",
+            f"{LEVELS}[0].processMemory.quota: process memory quota cannot be zero at level index 0",
         ),
         (
             [{"emptyDir": {"quota": 0}}],
-            "CacheRuntime spec.worker.tieredStore.levels[0].emptyDir.quota: emptyDir quota cannot be zero "
-            "for empty dir medium source at level index 0",
+            f"{LEVELS}[0].emptyDir.quota: emptyDir quota cannot be zero for empty dir medium source at level "
+            "index 0",
         ),
         (
             [{"hostPath": {"paths": ["/a", "/b"], "quotas": ["1Gi"]}}],
-            "CacheRuntime spec.worker.tieredStore.levels[0].hostPath: number of paths and quotas must be "
-            "equal at level index 0 (2 paths, 1 quotas)",
+            f"{LEVELS}[0].hostPath: number of paths and quotas must be equal at level index 0 (2 paths, "
+            "1 quotas)",
         ),
         (
             [{"hostPath": {"paths": ["/a"], "quotas": ["lots"]}}],
-            'CacheRuntime spec.worker.tieredStore.levels[0].hostPath.quotas[0]: "lots" is not a quantity',
+            f'{LEVELS}[0].hostPath.quotas[0]: "lots" is not a quantity',
         ),
     ],
 )
@@ -267,6 +269,7 @@ def test_levels_upstream_refuses_are_refused_with_its_words_and_the_field(
     with pytest.raises(RuntimeConfigError) as refused:
         _build({"worker": {"tieredStore": {"levels": levels}}})
     assert str(refused.value).startswith(message)
+    assert refused.value.reason == "InvalidTieredStore"
 
 
 def test_the_levels_of_a_component_that_does_not_run_are_not_checked() -> None:
