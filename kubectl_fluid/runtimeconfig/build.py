@@ -13,7 +13,7 @@ Decisions where SPEC is silent:
 from __future__ import annotations
 
 from kubectl_fluid.api import names
-from kubectl_fluid.api.cacheruntime import CacheRuntime, CachingComponentSpec, TieredStoreLevel
+from kubectl_fluid.api.cacheruntime import CacheRuntime, RuntimeTieredStoreLevel
 from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass
 from kubectl_fluid.api.dataset import Dataset, DatasetSpec, EncryptOption, Mount
 from kubectl_fluid.runtimeconfig.errors import RuntimeConfigError
@@ -24,6 +24,9 @@ from kubectl_fluid.runtimeconfig.model import (
     ServiceConfig,
     TieredStoreLevelConfig,
 )
+
+# STAND-IN until h-rtconfig lands (it rewrites this module for the upstream models): just enough of
+# upstream's rules for the controller to build on. Take h-rtconfig's version when merging.
 
 
 def build_runtime_config(
@@ -40,8 +43,8 @@ def build_runtime_config(
     components = {c: _component(c, name, runtime, runtime_class) for c in names.COMPONENTS}
     return RuntimeConfig(
         target_path=names.target_path(namespace, name),
-        access_modes=list(dataset.spec.access_modes),
-        mounts=[_mount(m, dataset.spec) for m in dataset.spec.mounts],
+        access_modes=dataset.spec.effective_access_modes(),
+        mounts=[_mount(m, dataset.spec) for m in dataset.spec.all_mounts()],
         master=components["master"],
         worker=components["worker"],
         client=components["client"],
@@ -49,21 +52,26 @@ def build_runtime_config(
 
 
 def _encrypt_paths(options: list[EncryptOption]) -> dict[str, str]:
-    return {
-        o.name: names.encrypt_option_path(o.value_from.secret_key_ref.name, o.value_from.secret_key_ref.key)
-        for o in options
-    }
+    paths = {}
+    for o in options:
+        ref = o.value_from.secret_key_ref if o.value_from else None
+        if ref is None or not ref.name or not ref.key:
+            raise RuntimeConfigError(f"encryptOption {o.name} has empty secretKeyRef name or key")
+        paths[o.name] = names.encrypt_option_path(ref.name, ref.key)
+    return paths
 
 
 def _mount(mount: Mount, spec: DatasetSpec) -> MountConfig:
     return MountConfig(
-        name=mount.name,
-        path=mount.path or f"/{mount.name}",
+        name=mount.name or "",
+        path=mount.dataset_path(),
         mount_point=mount.mount_point,
-        read_only=mount.read_only,
-        shared=mount.shared,
-        options={**spec.shared_options, **mount.options},
-        encrypt_options=_encrypt_paths([*spec.shared_encrypt_options, *mount.encrypt_options]),
+        read_only=bool(mount.read_only),
+        shared=bool(mount.shared),
+        options={**(spec.shared_options or {}), **(mount.options or {})},
+        encrypt_options=_encrypt_paths(
+            [*(spec.shared_encrypt_options or []), *(mount.encrypt_options or [])]
+        ),
     )
 
 
@@ -74,38 +82,37 @@ def _component(
     runtime_class: CacheRuntimeClass | None,
 ) -> ComponentConfig | None:
     spec = runtime.spec.component(component)
-    template = runtime_class.topology.component(component) if runtime_class else None
-    if (spec is None and template is None) or (spec is not None and spec.disabled):
+    definition = runtime_class.component(component) if runtime_class else None
+    if definition is None or spec.disabled:
         return None
-    levels = []
-    if isinstance(spec, CachingComponentSpec) and spec.tiered_store:
-        levels = [_level(i, level) for i, level in enumerate(spec.tiered_store.levels)]
     return ComponentConfig(
         enabled=True,
         name=names.component_name(dataset, component),
-        replicas=spec.replicas if spec else 1,
-        service=ServiceConfig(name=names.component_service(dataset, component)),
-        options={
-            **(template.options if template else {}),
-            **runtime.spec.options,
-            **(spec.options if spec else {}),
-        },
-        tiered_store_levels=levels,
+        replicas=spec.replica_count() or 0,
+        service=ServiceConfig(
+            name=names.component_service(dataset, component) if definition.has_service() else ""
+        ),
+        options={**(definition.options or {}), **(runtime.spec.options or {}), **(spec.options or {})},
+        tiered_store_levels=[_level(i, level) for i, level in enumerate(spec.tiered_levels())],
     )
 
 
-def _level(index: int, level: TieredStoreLevel) -> TieredStoreLevelConfig:
-    medium = level.medium
-    if medium.host_path is not None:
-        medium_type, mount_paths = "hostPath", [medium.host_path.path]
-    elif medium.empty_dir is not None:
-        medium_type, mount_paths = "emptyDir", [names.tiered_store_mount_path(index)]
-    else:
-        medium_type, mount_paths = "processMemory", []
+def _level(index: int, level: RuntimeTieredStoreLevel) -> TieredStoreLevelConfig:
+    medium_type, mount_paths, quotas = names.MEDIUM_DISK, [], []
+    if level.process_memory is not None:
+        medium_type, mount_paths = names.MEDIUM_MEMORY, [names.PROCESS_MEMORY_MOUNT_PATH]
+        quotas = [str(level.process_memory.quota)]
+    elif level.host_path is not None:
+        mount_paths = [names.host_path_tier_mount_path(index, j) for j in range(len(level.host_path.paths))]
+        quotas = [str(q) for q in level.host_path.quotas]
+    elif level.empty_dir is not None:
+        if level.empty_dir.medium == names.EMPTY_DIR_MEMORY:
+            medium_type = names.MEDIUM_MEMORY
+        mount_paths, quotas = [names.empty_dir_tier_mount_path(index)], [str(level.empty_dir.quota)]
     return TieredStoreLevelConfig(
         medium_type=medium_type,
         mount_paths=mount_paths,
-        quotas=[level.quota] if level.quota else [],
+        quotas=quotas,
         high=level.high or "",
         low=level.low or "",
     )
