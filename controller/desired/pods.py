@@ -74,7 +74,9 @@ def pod_template(scope: Scope, component: names.Component) -> dict[str, Any]:
         pod["nodeSelector"][names.fuse_node_label(scope.namespace, scope.name)] = names.TRUE
         target = names.target_path(scope.namespace, scope.name)
         volume = names.FUSE_SHARED_PATH_VOLUME
-        add_volume(pod, {"name": volume, "hostPath": {"path": target, "type": "DirectoryOrCreate"}})
+        add_volume(
+            pod, {"name": volume, "hostPath": {"path": target, "type": names.PATH_TYPE_DIRECTORY_OR_CREATE}}
+        )
         add_mount(main, {"name": volume, "mountPath": target, "mountPropagation": "Bidirectional"})
     if not pod["nodeSelector"]:
         del pod["nodeSelector"]

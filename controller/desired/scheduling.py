@@ -53,7 +53,7 @@ def apply_worker_affinity(scope: Scope, pod: Json) -> None:
     fuse_nodes = {
         "key": names.fuse_node_label(scope.namespace, scope.name),
         "operator": "In",
-        "values": ["true"],
+        "values": [names.TRUE],
     }
     node.setdefault(_PREFERRED, []).append({"weight": 100, "preference": {"matchExpressions": [fuse_nodes]}})
     required = scope.dataset.spec.node_affinity.required if scope.dataset.spec.node_affinity else None
