@@ -31,7 +31,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from controller.desired import quantity
 from controller.desired.env import injected_env, merge_env
 from controller.desired.labels import component_labels
 from controller.desired.podspec import Json, add_mount, add_volume, first
@@ -40,6 +39,7 @@ from controller.desired.scope import Scope
 from controller.desired.tieredstore import apply_tiered_store
 from controller.desired.volumes import apply_volumes
 from kubectl_fluid.api import names
+from kubectl_fluid.api.quantity import QuantityError, canonical_quantity
 
 
 def pod_template(scope: Scope, component: names.Component) -> dict[str, Any]:
@@ -127,7 +127,7 @@ def canonical_quantities(pod: Json) -> None:
     for volume in pod.get("volumes") or []:
         empty_dir = volume.get("emptyDir")
         if isinstance(empty_dir, dict) and "sizeLimit" in empty_dir:
-            empty_dir["sizeLimit"] = quantity.canonical_or_given(empty_dir["sizeLimit"])
+            empty_dir["sizeLimit"] = _canonical(empty_dir["sizeLimit"])
         claim = ((volume.get("ephemeral") or {}).get("volumeClaimTemplate") or {}).get("spec") or {}
         resources.append(claim.get("resources"))
     for entry in resources:
@@ -136,4 +136,15 @@ def canonical_quantities(pod: Json) -> None:
         for kind in ("limits", "requests"):
             amounts = entry.get(kind)
             if isinstance(amounts, dict):
-                entry[kind] = {k: quantity.canonical_or_given(v) for k, v in amounts.items()}
+                entry[kind] = {k: _canonical(v) for k, v in amounts.items()}
+
+
+def _canonical(value: Any) -> Any:
+    """A quantity as the API server stores it, or the value unchanged when it is none (the API
+    server then refuses the workload with its own message)."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return value
+    try:
+        return canonical_quantity(value)
+    except QuantityError:
+        return value

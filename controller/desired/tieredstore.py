@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.desired import quantity
 from controller.desired.errors import INVALID_TIERED_STORE, SpecError
 from controller.desired.podspec import Json, add_mount, add_volume
 from kubectl_fluid.api import names
 from kubectl_fluid.api.cacheruntime import RuntimeTieredStoreLevel
+from kubectl_fluid.api.quantity import Quantity, QuantityError
 
 
 def apply_tiered_store(pod: Json, container: Json, levels: list[RuntimeTieredStoreLevel], where: str) -> None:
@@ -100,26 +100,27 @@ def check_levels(levels: list[RuntimeTieredStoreLevel], where: str) -> None:
 
 def _quota(value: int | str, zero: str, where: str) -> str:
     try:
-        if quantity.is_zero(value):
-            raise SpecError(f"{where}: {zero}", INVALID_TIERED_STORE)
-        return quantity.canonical(value)
-    except quantity.QuantityError as e:
+        quota = Quantity.of(value)
+    except QuantityError as e:
         raise SpecError(f"{where}: {e}", INVALID_TIERED_STORE) from e
+    if quota.is_zero():
+        raise SpecError(f"{where}: {zero}", INVALID_TIERED_STORE)
+    return str(quota)
 
 
 def _add_memory(container: Json, size: str) -> None:
     resources = container.get("resources") or {}
     for kind in ("requests", "limits"):
         amounts = resources.get(kind) or {}
-        memory = amounts.get("memory")
-        if memory is None:
+        given = amounts.get("memory")
+        if isinstance(given, bool) or not isinstance(given, int | str):
             continue
         try:
-            if quantity.is_zero(memory):
-                continue
-            amounts["memory"] = quantity.add(memory, size)
-        except quantity.QuantityError:
+            memory = Quantity.of(given)
+        except QuantityError:
             continue  # not a quantity: the API server refuses the workload with its own message
+        if not memory.is_zero():
+            amounts["memory"] = str(memory + Quantity.of(size))
 
 
 def _put(pod: Json, container: Json, name: str, path: str, source: Json) -> None:

@@ -17,11 +17,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.desired import Children, desired_children, quantity
+from controller.desired import Children, desired_children
 from kubectl_fluid.api import names
 from kubectl_fluid.api.cacheruntime import CacheRuntime
 from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass
 from kubectl_fluid.api.dataset import Dataset
+from kubectl_fluid.api.quantity import canonical_quantity
 
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 DNS_1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
@@ -260,7 +261,7 @@ def _check_pod(pod: dict[str, Any]) -> None:
     ]
     for entry in main.get("resources", {}).values():
         for value in entry.values():
-            assert value == quantity.canonical(value)  # what the API server stores
+            assert value == canonical_quantity(value)  # what the API server stores
 
 
 def _check_agrees_with_runtime_json(children: Children) -> None:
