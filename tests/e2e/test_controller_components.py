@@ -218,13 +218,13 @@ def test_upstreams_refusals_become_conditions_and_events_and_a_fix_binds(
         assert (fl.get("datasets", "bad").get("status") or {}).get("phase") == "NotBound"
 
     refused("InvalidRuntimeClass", "at least one component should be defined in runtimeClass")
-    topology = {"master": {"template": {"spec": {"restartPolicy": "Always"}}}}
+    topology: dict[str, Any] = {"master": {"template": {"spec": {"restartPolicy": "Always"}}}}
     fl.custom.patch_cluster_custom_object(
         GROUP, VERSION, "cacheruntimeclasses", runtime_class, {"topology": topology}
     )
     refused("InvalidRuntimeClass", "component master must define at least one container")
     containers = [{"name": "master", "image": "registry.k8s.io/pause:3.10"}]
-    topology["master"]["template"]["spec"]["containers"] = containers  # type: ignore[index]
+    topology["master"]["template"]["spec"]["containers"] = containers
     fl.custom.patch_cluster_custom_object(
         GROUP, VERSION, "cacheruntimeclasses", runtime_class, {"topology": topology}
     )

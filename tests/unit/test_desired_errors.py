@@ -20,10 +20,14 @@ def test_a_dataset_name_that_cannot_name_its_components_is_refused(name: str) ->
 
 @pytest.mark.parametrize("topology", [None, {}, {"master": None}])
 def test_a_class_without_components_is_refused_in_upstreams_words(topology: object) -> None:
-    # The runtime config refuses it too (h-rtconfig), in the same words: whichever speaks first.
+    # The runtime config refuses it too (h-rtconfig), in the same words and with the same reason:
+    # whichever speaks first.
     runtime_class = with_spec(MOONCAKE_CLASS, "topology", topology)
-    with pytest.raises(RuntimeConfigError, match="at least one component should be defined in runtimeClass"):
+    with pytest.raises(
+        RuntimeConfigError, match="at least one component should be defined in runtimeClass"
+    ) as e:
         build(DATASET, CLIENTLESS_RUNTIME, runtime_class)
+    assert e.value.reason == "InvalidRuntimeClass"
 
 
 @pytest.mark.parametrize("template", [None, {}, {"spec": {}}, {"spec": {"containers": []}}])
