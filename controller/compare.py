@@ -31,3 +31,19 @@ def contains(actual: Any, desired: Any) -> bool:
             and all(contains(a, d) for a, d in zip(actual, desired, strict=True))
         )
     return bool(actual == desired and type(actual) is type(desired))
+
+
+def merge_patch(actual: dict[str, Any], desired: dict[str, Any]) -> dict[str, Any]:
+    """The JSON merge patch (RFC 7386) that turns ``actual`` into ``desired``: changed keys, nested
+    objects patched key by key, and ``None`` for keys ``desired`` no longer has (a merge patch of
+    ``desired`` alone would leave those in place)."""
+    patch: dict[str, Any] = {key: None for key in actual if key not in desired}
+    for key, want in desired.items():
+        have = actual.get(key)
+        if isinstance(want, dict) and isinstance(have, dict):
+            nested = merge_patch(have, want)
+            if nested:
+                patch[key] = nested
+        elif key not in actual or have != want:
+            patch[key] = want
+    return patch

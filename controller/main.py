@@ -21,6 +21,7 @@ from typing import Any
 import kr8s.asyncio
 
 from controller import metrics
+from controller.desired.status import watched_state
 from controller.desired.storage import pv_holder
 from controller.events import Recorder
 from controller.leader import LeaderElector, LeaseConfig, LostLeadership
@@ -95,20 +96,18 @@ class Controller:
         def own(_: EventType, obj: dict[str, Any]) -> None:
             self.queue.add((obj["metadata"]["namespace"], obj["metadata"]["name"]))
 
-        seen_generation: dict[tuple[str, str, str], int] = {}
+        seen: dict[tuple[str, str, str], tuple[Any, ...]] = {}
 
         def child(event: EventType, obj: dict[str, Any]) -> None:
             meta = obj["metadata"]
             key = (obj.get("kind", ""), meta.get("namespace", ""), meta["name"])
+            state = watched_state(obj)
             if event == "DELETED":
-                seen_generation.pop(key, None)
-            elif "generation" in meta:
-                # A workload's status moves with every pod; only a spec change (a new generation)
-                # can take it away from what we want. Skipping the rest keeps 1000 pods starting
-                # from becoming 1000 reconciles.
-                if event == "MODIFIED" and seen_generation.get(key) == meta["generation"]:
+                seen.pop(key, None)
+            elif state is not None:
+                if event == "MODIFIED" and seen.get(key) == state:
                     return
-                seen_generation[key] = meta["generation"]
+                seen[key] = state
             for ref in meta.get("ownerReferences", []):
                 if ref.get("kind") == CACHERUNTIMES.kind and ref.get("apiVersion") == names.API_VERSION:
                     self.queue.add((obj["metadata"]["namespace"], ref["name"]))

@@ -19,11 +19,11 @@ import kr8s.asyncio
 from pydantic import ValidationError
 
 from controller import metrics
-from controller.compare import contains
+from controller.compare import contains, merge_patch
 from controller.conditions import same_status, set_condition
 from controller.desired import Children, desired_children
+from controller.desired.status import component_status, not_running
 from controller.desired.storage import pv_conflict, pv_holder
-from controller.desired.volumes import secret_references
 from controller.events import Recorder
 from kubectl_fluid.api import names
 from kubectl_fluid.api.cacheruntime import CacheRuntime
@@ -43,6 +43,8 @@ IN_USE_RECHECK = 5.0
 MISSING_SECRET_RECHECK = 10.0
 # A PV name held by a PV we do not watch (one without our labels) is looked at again this often.
 NAME_CONFLICT_RECHECK = 30.0
+# How the API server refuses a change of a workload's immutable fields (serviceName, selector...).
+_IMMUTABLE = ("Forbidden: updates to", "field is immutable")
 
 
 @dataclass
@@ -156,35 +158,36 @@ class Reconciler:
                 ds_obj, "NotBound", [], ready=False, reason=problem.reason, message=problem.message
             )
             return Result(problem.retry_after)
-        category = "clientless" if children.daemonset is None else "fuse"
+        kind = "no client (clientless)" if children.daemonset is None else "a client DaemonSet"
         await self._runtime_status(
             rt_obj,
-            "Ready",
             ready=True,
             reason="Reconciled",
             message=(
                 f"runtime config ConfigMap {children.configmap['metadata']['name']}, "
-                f"{len(children.statefulsets)} StatefulSet(s), "
-                f"{'a client DaemonSet' if children.daemonset else 'no client (clientless)'}, "
+                f"{len(children.statefulsets)} StatefulSet(s), {kind}, "
                 f"PV {children.pv['metadata']['name']} and PVC {children.pvc['metadata']['name']} "
                 "are up to date"
             ),
+            components=self._component_statuses(children),
         )
-        runtimes = [
-            {
-                "name": runtime.metadata.name,
-                "namespace": namespace,
-                "type": names.RUNTIME_TYPE_CACHE,
-                "category": category,
-            }
-        ]
+        entry: dict[str, Any] = {
+            "name": runtime.metadata.name,
+            "namespace": namespace,
+            "category": names.RUNTIME_CATEGORY,
+            "type": names.RUNTIME_TYPE_CACHE,
+        }
+        scope = children.scope
+        masters = scope.spec("master").replica_count() if scope.enabled("master") else None
+        if masters:
+            entry["masterReplicas"] = masters
         await self._dataset_status(
             ds_obj,
             "Bound",
-            runtimes,
+            [entry],
             ready=True,
-            reason="RuntimeReady",
-            message=f"bound to CacheRuntime {name} ({category})",
+            reason="DatasetReady",
+            message=f"bound to CacheRuntime {name}: its runtime config, workloads, PV and PVC are in place",
         )
         return Result()
 
@@ -216,21 +219,25 @@ class Reconciler:
             raise Problem(
                 "InvalidRuntimeClass", f'CacheRuntimeClass "{class_name}": {_first_error(e)}'
             ) from e
-        await self._check_secrets(dataset, namespace)
         try:
-            return desired_children(dataset, runtime, runtime_class, namespace), runtime
+            children = desired_children(dataset, runtime, runtime_class, namespace)
         except RuntimeConfigError as e:
             raise Problem(e.reason, str(e)) from e
+        await self._check_secrets(children)
+        return children, runtime
 
-    async def _check_secrets(self, dataset: Dataset, namespace: str) -> None:
-        for secret, keys in secret_references(dataset).items():
+    async def _check_secrets(self, children: Children) -> None:
+        """Every Secret a component pod mounts exists and has the keys encryptOptions name."""
+        dataset, namespace = children.scope.dataset, children.scope.namespace
+        for secret, keys in children.secret_keys().items():
             # Direct GETs: watching Secrets would mean reading every Secret of the cluster.
             found = await http.get(self.api, resources.SECRETS.object_path(namespace, secret))
             if found is None:
                 raise Problem(
                     "SecretNotFound",
-                    f'encryptOptions refer to Secret "{secret}" in namespace "{namespace}", which '
-                    f"does not exist: create it with key(s) {', '.join(keys)}",
+                    f'encryptOptions of Dataset "{dataset.metadata.name}" refer to Secret "{secret}" in '
+                    f'namespace "{namespace}", which does not exist: create it with key(s) '
+                    f"{', '.join(keys)}",
                     retry_after=MISSING_SECRET_RECHECK,
                 )
             missing = [k for k in keys if k not in (found.get("data") or {})]
@@ -247,15 +254,22 @@ class Reconciler:
     async def _apply_children(self, rt_obj: dict[str, Any], children: Children) -> None:
         uid = rt_obj["metadata"]["uid"]
         storage = [children.pv, children.pvc]
+        manager = names.shared_field_manager(children.scope.namespace, children.scope.name)
         for obj in children.namespaced():
-            if obj is not children.pvc:
+            if any(obj is shared for shared in children.extra_configmaps):
+                await self._ensure_shared(obj, uid, manager)
+            elif obj is not children.pvc:
                 await self._ensure(obj, uid)
         wanted = {(o["kind"], o["metadata"]["name"]) for o in children.namespaced()}
         namespace = rt_obj["metadata"]["namespace"]
         # Components the runtime no longer has (client disabled, a component gone from the class).
         for kind in ("StatefulSet", "Service", "DaemonSet", "ConfigMap"):
             for actual in self.caches.for_kind(kind).items(namespace):
-                if (kind, actual["metadata"]["name"]) not in wanted and _owned_by(actual, uid):
+                if (kind, actual["metadata"]["name"]) in wanted or not _owned_by(actual, uid):
+                    continue
+                if any(ref.get("uid") != uid for ref in actual["metadata"].get("ownerReferences", [])):
+                    await self._release(actual, manager)  # others still use it
+                else:
                     await self._delete(RESOURCE_OF_KIND[kind], actual)
         try:
             for obj in storage:
@@ -345,22 +359,87 @@ class Reconciler:
                 )
             if contains(actual, desired):
                 return
+        await self._apply(desired, names.CONTROLLER_FIELD_MANAGER, actual is None)
+
+    async def _apply(self, desired: dict[str, Any], manager: str, new: bool) -> None:
+        kind, meta = desired["kind"], desired["metadata"]
+        namespace = meta.get("namespace")
         resource = RESOURCE_OF_KIND[kind]
         try:
             await http.request(
                 self.api,
                 "PATCH",
                 resource.object_path(namespace, meta["name"]),
-                params={"fieldManager": names.CONTROLLER_FIELD_MANAGER, "force": "true"},
+                params={"fieldManager": manager, "force": "true"},
                 body=json.dumps(desired),
                 content_type=http.APPLY_PATCH,
             )
         except http.ApiError as e:
             if e.code == 422:
-                raise Problem("Invalid" + kind, f"{kind} {meta['name']} was refused: {e.message}") from e
+                message = f"{kind} {meta['name']} was refused: {e.message}"
+                if kind in ("StatefulSet", "DaemonSet") and any(w in e.message for w in _IMMUTABLE):
+                    # A class that gains or loses a Service changes serviceName, which a StatefulSet
+                    # cannot change; re-creating it is the user's call (it restarts the cache).
+                    message += (
+                        f"; these fields cannot change: delete {kind} {namespace}/{meta['name']} and the "
+                        "controller re-creates it (--cascade=orphan keeps its pods until then)"
+                    )
+                raise Problem("Invalid" + kind, message) from e
             raise
         metrics.WRITES.labels("apply", resource.plural).inc()
-        log.info("applied %s %s", kind, meta["name"], extra={"namespace": namespace, "new": actual is None})
+        log.info("applied %s %s", kind, meta["name"], extra={"namespace": namespace, "new": new})
+
+    async def _ensure_shared(self, desired: dict[str, Any], owner_uid: str, manager: str) -> None:
+        """A ConfigMap several runtimes of one class share (its extraResources): ours to write when
+        the controller made it for this class, never another's. Each runtime applies it with its own
+        field manager, so its ownerReference is its own entry among the others'."""
+        meta = desired["metadata"]
+        namespace, name = meta["namespace"], meta["name"]
+        # The cache holds only ConfigMaps with our labels: a miss may be someone else's ConfigMap.
+        actual = self.caches.configmaps.get(namespace, name) or await http.get(
+            self.api, resources.CONFIGMAPS.object_path(namespace, name)
+        )
+        if actual is not None:
+            labels = actual["metadata"].get("labels") or {}
+            wanted_class = meta["labels"][names.LABEL_RUNTIME_CLASS]
+            if labels.get(names.LABEL_APP_MANAGED_BY) != names.MANAGED_BY:
+                holder = f"is not managed by {names.MANAGED_BY}"
+            elif labels.get(names.LABEL_RUNTIME_CLASS) != wanted_class:
+                holder = f'is CacheRuntimeClass "{labels.get(names.LABEL_RUNTIME_CLASS)}"\'s extra resource'
+            else:
+                holder = ""
+            if holder:
+                raise Problem(
+                    "NameConflict",
+                    f'ConfigMap {namespace}/{name}, an extraResources ConfigMap of CacheRuntimeClass "'
+                    f'{wanted_class}", exists and {holder}: rename it in the class, or delete the '
+                    "ConfigMap if nothing else needs it",
+                    retry_after=None
+                    if labels.get(names.LABEL_APP_MANAGED_BY) == names.MANAGED_BY
+                    else NAME_CONFLICT_RECHECK,
+                )
+            others = {k: v for k, v in meta.items() if k != "ownerReferences"}
+            if _owned_by(actual, owner_uid) and contains(actual, {**desired, "metadata": others}):
+                return
+        await self._apply(desired, manager, actual is None)
+
+    async def _release(self, obj: dict[str, Any], manager: str) -> None:
+        """Drop this runtime's part of a shared object: an apply of nothing by its field manager
+        removes what only it set (its ownerReference), and what the others set stays. The cached
+        resourceVersion makes it conditional: two runtimes letting go at once would otherwise both
+        see the other as the owner that stays, and leave an object nobody owns (the loser gets a
+        409 and looks again)."""
+        meta = obj["metadata"]
+        empty = {
+            "apiVersion": obj.get("apiVersion", "v1"),
+            "kind": obj.get("kind", "ConfigMap"),
+            "metadata": {
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "resourceVersion": meta["resourceVersion"],
+            },
+        }
+        await self._apply(empty, manager, False)
 
     async def _delete(self, resource: Resource, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
@@ -468,19 +547,41 @@ class Reconciler:
 
     async def _runtime_problem(self, rt_obj: dict[str, Any], problem: Problem) -> None:
         await self.recorder.event(rt_obj, "Warning", problem.reason, problem.message)
-        await self._runtime_status(
-            rt_obj, "Failed", ready=False, reason=problem.reason, message=problem.message
-        )
+        await self._runtime_status(rt_obj, ready=False, reason=problem.reason, message=problem.message)
         log.info("runtime problem: %s", problem.message, extra={"reason": problem.reason})
 
+    def _component_statuses(self, children: Children) -> dict[str, dict[str, Any]]:
+        """status.master/worker/client from the workloads as the watch cache has them."""
+        scope = children.scope
+        out: dict[str, dict[str, Any]] = {}
+        for component in names.COMPONENTS:
+            if not scope.enabled(component):
+                out[component] = not_running()
+                continue
+            cache = self.caches.daemonsets if component == "client" else self.caches.statefulsets
+            workload = cache.get(scope.namespace, names.component_name(scope.name, component))
+            desired = scope.spec(component).replica_count() or 0
+            out[component] = component_status(component, workload, desired)
+        return out
+
     async def _runtime_status(
-        self, rt_obj: dict[str, Any], phase: str, ready: bool, reason: str, message: str
+        self,
+        rt_obj: dict[str, Any],
+        *,
+        ready: bool,
+        reason: str,
+        message: str,
+        components: dict[str, dict[str, Any]] | None = None,
     ) -> None:
+        """Upstream's status shape (valueFile, per-component status) plus the product's Ready
+        condition. ``components`` None keeps the ones there (a problem says nothing about them)."""
         status = dict(rt_obj.get("status") or {})
+        status.pop("phase", None)  # written by earlier versions; upstream's status has none
         generation = rt_obj["metadata"].get("generation")
         desired = {
             **status,
-            "phase": phase,
+            "valueFile": names.runtime_config_configmap(rt_obj["metadata"]["name"]),
+            **(components or {}),
             "observedGeneration": generation,
             "conditions": set_condition(
                 status.get("conditions", []),
@@ -515,15 +616,17 @@ class Reconciler:
         await self._write_status(DATASETS, ds_obj, desired)
 
     async def _write_status(self, resource: Resource, obj: dict[str, Any], desired: dict[str, Any]) -> None:
-        if same_status(obj.get("status"), desired):
+        actual = obj.get("status") or {}
+        if same_status(actual, desired):
             return
         meta = obj["metadata"]
-        # A merge patch of the whole status: lists (conditions, runtimes) are replaced, not merged.
+        # A merge patch from the status as cached: lists (conditions, runtimes) are replaced whole,
+        # and keys the desired status no longer has are removed.
         await http.request(
             self.api,
             "PATCH",
             resource.object_path(meta["namespace"], meta["name"]) + "/status",
-            body={"status": desired},
+            body={"status": merge_patch(actual, desired)},
             content_type=http.MERGE_PATCH,
         )
         metrics.WRITES.labels("patch", resource.plural + "/status").inc()

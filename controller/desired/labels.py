@@ -1,8 +1,9 @@
 """Labels, selectors, owner references and object metadata shared by every child.
 
-Selectors use only labels that cannot change for the life of a workload (name, instance,
-component): a StatefulSet's or DaemonSet's selector is immutable, so anything mutable in it (the
-dataset id once shortened differently, managed-by) would make later applies fail.
+Workloads and Services select on upstream's two labels (``cacheruntime.fluid.io/name`` and
+``cacheruntime.fluid.io/component-name``): they cannot change for the life of a workload, and a
+StatefulSet's or DaemonSet's selector is immutable. The product's ``app.kubernetes.io/*`` labels and
+``fluid.io/dataset-id`` are on every child too (the controller's watches select on managed-by).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from kubectl_fluid.api.cacheruntime import CacheRuntime
 
 
 def common_labels(scope: Scope) -> dict[str, str]:
-    """Labels of every child (ConfigMap, PV, PVC and the component objects)."""
+    """Labels of every child the runtime owns alone (ConfigMap, PV, PVC and the component objects)."""
     return {
         names.LABEL_APP_NAME: scope.runtime_class.file_system_type,
         names.LABEL_APP_INSTANCE: scope.name,
@@ -24,28 +25,32 @@ def common_labels(scope: Scope) -> dict[str, str]:
     }
 
 
-def component_labels(scope: Scope, component: names.Component) -> dict[str, str]:
-    """Labels of a component's workload, Service and pods."""
-    return {**common_labels(scope), names.LABEL_APP_COMPONENT: component}
-
-
 def selector_labels(scope: Scope, component: names.Component) -> dict[str, str]:
     return {
-        names.LABEL_APP_NAME: scope.runtime_class.file_system_type,
-        names.LABEL_APP_INSTANCE: scope.name,
-        names.LABEL_APP_COMPONENT: component,
+        names.LABEL_CACHERUNTIME_NAME: scope.name,
+        names.LABEL_CACHERUNTIME_COMPONENT: names.component_name(scope.name, component),
     }
 
 
-def owner_reference(runtime: CacheRuntime, uid: str) -> dict[str, Any]:
-    """Controller reference to the CacheRuntime: the garbage collector removes the children with it,
-    and ``blockOwnerDeletion`` lets a foreground deletion wait for them."""
+def component_labels(scope: Scope, component: names.Component) -> dict[str, str]:
+    """Labels of a component's workload, Service and pods."""
+    return {
+        **common_labels(scope),
+        names.LABEL_APP_COMPONENT: component,
+        **selector_labels(scope, component),
+    }
+
+
+def owner_reference(runtime: CacheRuntime, uid: str, controller: bool = True) -> dict[str, Any]:
+    """Reference to the CacheRuntime: the garbage collector removes the children with it, and
+    ``blockOwnerDeletion`` lets a foreground deletion wait for them. ``controller`` is False on
+    objects several runtimes share (each is one owner among equals)."""
     return {
         "apiVersion": names.API_VERSION,
         "kind": CacheRuntime.crd.kind,
         "name": runtime.metadata.name,
         "uid": uid,
-        "controller": True,
+        "controller": controller,
         "blockOwnerDeletion": True,
     }
 

@@ -1,15 +1,29 @@
-"""The pod template of a cache component: one container named after the component (SPEC §2).
+"""The pod template of a cache component: the class's ``topology.<component>.template`` with the
+runtime's overrides merged in, in upstream's order (``transform_common.go``,
+``transform_{master,worker,client}.go``):
 
-Decisions where SPEC is silent:
-- image, command and args: the runtime's when set (non-empty), else the class template's. No image
-  in either is an error naming both places to set one.
-- env: the four ``FLUID_*`` variables first, then the component's own. Setting one of the four
-  yourself, or one name twice, is refused: server-side apply keys env by name and rejects
-  duplicates, and the four are the contract between the controller and the component.
-- resources, nodeSelector and tolerations are copied from the runtime's component as given; empty
-  ones are left out so the object reads like what the API server stores.
-- No checksum annotation rolls pods when the config changes: the kubelet refreshes the mounted
-  ConfigMap in place, and restarting a cache throws its data away.
+1. labels and annotations: the template's, then ``spec.<component>.podMetadata``'s (the runtime's
+   win; the top-level ``spec.podMetadata`` is not used, as upstream does not use it);
+2. nodeSelector: the template's, then the runtime's;
+3. tolerations: the template's, the Dataset's, then the runtime's, appended;
+4. the first container: the image becomes ``runtimeVersion.image:imageTag`` when both are set,
+   ``imagePullPolicy`` the runtime's when set, ``resources`` are replaced when the runtime sets
+   limits or requests, ``args`` replaced when it sets them (``command`` is never changed), and the env
+   is the injected variables, the template's, then the runtime's (``env``);
+5. the first init container gets the injected variables before its own;
+then per component: worker and client their tiered store; the worker its placement (``scheduling``)
+and labels; every component its volumes (``volumes``); the client a nodeSelector on the dataset's
+FUSE nodes and the FUSE mount point, a hostPath at the target path mounted ``Bidirectional`` in its
+first container (the container must be privileged, as the API server requires).
+
+Last, the controller's labels go on the pods (the selectors need them, so they win over the
+template's), and every quantity is written in the API server's canonical form.
+
+Decisions where upstream is silent: the template's ``metadata`` is kept (upstream's CRD would prune
+it); the client DaemonSet's pods run only on nodes labelled ``fluid.io/f-{ns}-{name}: "true"``, which
+nothing labels yet, so its pods wait for that label. No checksum annotation rolls pods when the
+runtime config changes: the kubelet refreshes the mounted ConfigMap in place, and restarting a cache
+throws its data away.
 """
 
 from __future__ import annotations
@@ -17,76 +31,120 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from controller.desired.env import injected_env, merge_env
 from controller.desired.labels import component_labels
-from controller.desired.ports import container_ports, template_ports
+from controller.desired.podspec import Json, add_mount, add_volume, first
+from controller.desired.scheduling import apply_worker_affinity, worker_labels
 from controller.desired.scope import Scope
-from controller.desired.volumes import component_volumes
+from controller.desired.tieredstore import apply_tiered_store
+from controller.desired.volumes import apply_volumes
 from kubectl_fluid.api import names
-from kubectl_fluid.runtimeconfig import RuntimeConfigError
-
-_RESERVED_ENV = (
-    names.ENV_DATASET_NAME,
-    names.ENV_DATASET_NAMESPACE,
-    names.ENV_RUNTIME_CONFIG_PATH,
-    names.ENV_RUNTIME_COMPONENT_TYPE,
-)
+from kubectl_fluid.api.quantity import QuantityError, canonical_quantity
 
 
 def pod_template(scope: Scope, component: names.Component) -> dict[str, Any]:
-    volumes, mounts = component_volumes(scope, component)
-    pod: dict[str, Any] = {"containers": [_container(scope, component, mounts)], "volumes": volumes}
+    template = copy.deepcopy(scope.template(component))
+    meta: Json = template.setdefault("metadata", {}) or {}
+    pod: Json = template["spec"]
     spec = scope.spec(component)
-    if spec is not None and spec.node_selector:
-        pod["nodeSelector"] = dict(spec.node_selector)
-    if spec is not None and spec.tolerations:
-        pod["tolerations"] = copy.deepcopy(spec.tolerations)
-    return {"metadata": {"labels": component_labels(scope, component)}, "spec": pod}
-
-
-def _container(scope: Scope, component: names.Component, mounts: list[dict[str, Any]]) -> dict[str, Any]:
-    spec = scope.spec(component)
-    template = scope.template(component)
-    image = (spec.image if spec else None) or (template.image if template else None)
-    if not image:
-        raise RuntimeConfigError(
-            f"{component} of {scope.runtime_ref()} has no image: set topology.{component}.image in "
-            f"{scope.class_ref()} or spec.{component}.image in the CacheRuntime"
-        )
-    container: dict[str, Any] = {"name": component, "image": image}
-    command = (spec.command if spec else []) or (template.command if template else [])
-    args = (spec.args if spec else []) or (template.args if template else [])
-    if command:
-        container["command"] = list(command)
-    if args:
-        container["args"] = list(args)
-    container["env"] = _env(scope, component)
-    ports = container_ports(template_ports(scope, component))
-    if ports:
-        container["ports"] = ports
-    if spec is not None and spec.resources:
-        container["resources"] = copy.deepcopy(spec.resources)
-    container["volumeMounts"] = mounts
-    return container
-
-
-def _env(scope: Scope, component: names.Component) -> list[dict[str, Any]]:
-    env: list[dict[str, Any]] = [
-        {"name": names.ENV_DATASET_NAME, "value": scope.name},
-        {"name": names.ENV_DATASET_NAMESPACE, "value": scope.namespace},
-        {"name": names.ENV_RUNTIME_CONFIG_PATH, "value": names.COMPONENT_CONFIG_PATH},
-        {"name": names.ENV_RUNTIME_COMPONENT_TYPE, "value": component},
+    if spec.pod_metadata is not None:
+        for key in ("labels", "annotations"):
+            given = getattr(spec.pod_metadata, key)
+            if given is not None:
+                meta[key] = {**(meta.get(key) or {}), **given}
+    pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), **(spec.node_selector or {})}
+    tolerations = [
+        *(pod.get("tolerations") or []),
+        *copy.deepcopy(scope.dataset.spec.tolerations or []),
+        *copy.deepcopy(spec.tolerations or []),
     ]
+    if tolerations:
+        pod["tolerations"] = tolerations
+    _override_first_container(scope, component, pod)
+    where = f"{scope.runtime_ref()} spec.{component}.tieredStore.levels"
+    main = first(pod, "containers")
+    assert main is not None
+    if component != "master":
+        apply_tiered_store(pod, main, spec.tiered_levels(), where)
+    if component == "worker":
+        apply_worker_affinity(scope, pod)
+        meta["labels"] = {**(meta.get("labels") or {}), **worker_labels(scope)}
+    apply_volumes(scope, component, pod)
+    if component == "client":
+        pod["nodeSelector"][names.fuse_node_label(scope.namespace, scope.name)] = names.TRUE
+        target = names.target_path(scope.namespace, scope.name)
+        volume = names.FUSE_SHARED_PATH_VOLUME
+        add_volume(
+            pod, {"name": volume, "hostPath": {"path": target, "type": names.PATH_TYPE_DIRECTORY_OR_CREATE}}
+        )
+        add_mount(main, {"name": volume, "mountPath": target, "mountPropagation": "Bidirectional"})
+    if not pod["nodeSelector"]:
+        del pod["nodeSelector"]
+    meta["labels"] = {**(meta.get("labels") or {}), **component_labels(scope, component)}
+    template["metadata"] = meta
+    canonical_quantities(pod)
+    return template
+
+
+def _override_first_container(scope: Scope, component: names.Component, pod: Json) -> None:
     spec = scope.spec(component)
-    seen: set[str] = set()
-    for entry in spec.env if spec else []:
-        name = entry.get("name")
-        where = f"spec.{component}.env of {scope.runtime_ref()}"
-        if not isinstance(name, str) or not name:
-            raise RuntimeConfigError(f"{where}: every entry needs a name")
-        if name in _RESERVED_ENV:
-            raise RuntimeConfigError(f"{where}: {name} is set by the controller; remove it")
-        if name in seen:
-            raise RuntimeConfigError(f"{where}: {name} appears twice")
-        seen.add(name)
-        env.append(copy.deepcopy(entry))
-    return env
+    main = first(pod, "containers")
+    assert main is not None
+    version = spec.runtime_version
+    if version is not None:
+        if version.reference():
+            main["image"] = version.reference()
+        if version.image_pull_policy:
+            main["imagePullPolicy"] = version.image_pull_policy
+    resources = spec.resources
+    if resources is not None and (
+        resources.get("limits") is not None or resources.get("requests") is not None
+    ):
+        main["resources"] = copy.deepcopy(resources)
+    if spec.args is not None:
+        main["args"] = list(spec.args)
+    injected = injected_env(scope, component)
+    template_where = f"{scope.class_ref()} topology.{component}.template.spec"
+    main["env"] = merge_env(
+        ("injected", injected),
+        (f"{template_where}.containers[0].env", main.get("env") or []),
+        (f"{scope.runtime_ref()} spec.{component}.env", spec.env or []),
+    )
+    init = first(pod, "initContainers")
+    if init is not None:
+        init["env"] = merge_env(
+            ("injected", injected), (f"{template_where}.initContainers[0].env", init.get("env") or [])
+        )
+
+
+def canonical_quantities(pod: Json) -> None:
+    """Quantities as the API server stores them: resources of every container (and of the pod),
+    emptyDir size limits, ephemeral volume claims' requests."""
+    resources = [
+        c.get("resources") for group in ("containers", "initContainers") for c in pod.get(group) or []
+    ]
+    resources.append(pod.get("resources"))
+    for volume in pod.get("volumes") or []:
+        empty_dir = volume.get("emptyDir")
+        if isinstance(empty_dir, dict) and "sizeLimit" in empty_dir:
+            empty_dir["sizeLimit"] = _canonical(empty_dir["sizeLimit"])
+        claim = ((volume.get("ephemeral") or {}).get("volumeClaimTemplate") or {}).get("spec") or {}
+        resources.append(claim.get("resources"))
+    for entry in resources:
+        if not isinstance(entry, dict):
+            continue
+        for kind in ("limits", "requests"):
+            amounts = entry.get(kind)
+            if isinstance(amounts, dict):
+                entry[kind] = {k: _canonical(v) for k, v in amounts.items()}
+
+
+def _canonical(value: Any) -> Any:
+    """A quantity as the API server stores it, or the value unchanged when it is none (the API
+    server then refuses the workload with its own message)."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return value
+    try:
+        return canonical_quantity(value)
+    except QuantityError:
+        return value

@@ -1,28 +1,34 @@
-"""The inputs of one build of a runtime's children, checked once, plus the runtime config every child
-derives from (so the ConfigMap and the workloads can never disagree on names, replicas or which
-components exist).
+"""The inputs of one build of a runtime's children, checked once, plus the runtime config the
+ConfigMap renders.
 
-Decisions where SPEC is silent:
-- A Dataset name must be a DNS label (no ``.``), not just a DNS subdomain: it becomes part of Service
-  names (``svc-{name}-master``) and of the pod volume the webhook adds (``fluid-runtime-config-{name}``),
-  both DNS labels. Refusing it here names the cause instead of a later API error on one child.
-- The class's ``fileSystemType`` becomes the ``app.kubernetes.io/name`` label, so it must be a valid
-  label value.
+Which components run is upstream's rule, decided here once: a component runs when the class's
+topology defines it and the runtime does not set ``disabled`` (a class without a client makes the
+runtime clientless whatever the runtime says). The runtime config applies the same rule, so
+runtime.json lists exactly the components that get workloads.
+
+Refused here, with upstream's words where upstream refuses it too:
+- a class with no component: "at least one component should be defined in runtimeClass";
+- an enabled component whose template has no container: "component <type> must define at least
+  one container";
+- a Dataset name that is not a DNS-1035 label of at most 42 characters (it names Services,
+  StatefulSets and the webhook's pod volume), and a ``fileSystemType`` that is not a label value
+  (it becomes the ``app.kubernetes.io/name`` label).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
+from controller.desired.errors import INVALID_RUNTIME_CLASS, INVALID_SPEC, SpecError
+from controller.desired.shape import NODE_SELECTOR_PATHS, check_shape, check_template_shape
 from kubectl_fluid.api import names
-from kubectl_fluid.api.cacheruntime import CacheRuntime, ComponentSpec
-from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass, ComponentTemplate
+from kubectl_fluid.api.cacheruntime import CacheRuntime, RuntimeComponentCommonSpec
+from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass, RuntimeComponentDefinition
 from kubectl_fluid.api.dataset import Dataset
-from kubectl_fluid.runtimeconfig import RuntimeConfig, RuntimeConfigError, build_runtime_config
-from kubectl_fluid.runtimeconfig.model import ComponentConfig
+from kubectl_fluid.runtimeconfig import RuntimeConfig, build_runtime_config
 
-_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
 
 
@@ -39,20 +45,36 @@ class Scope:
     def name(self) -> str:
         return self.dataset.metadata.name
 
+    def definition(self, component: names.Component) -> RuntimeComponentDefinition | None:
+        """The class's definition of an enabled component; None when the component does not run."""
+        definition = self.runtime_class.component(component)
+        if definition is None or self.spec(component).disabled:
+            return None
+        return definition
+
+    def enabled(self, component: names.Component) -> bool:
+        return self.definition(component) is not None
+
     @property
     def clientless(self) -> bool:
-        return self.config.client is None
+        return not self.enabled("client")
 
-    def component(self, component: names.Component) -> ComponentConfig | None:
-        """The component's config, None when it is disabled or neither runtime nor class has it."""
-        config: ComponentConfig | None = getattr(self.config, component)
-        return config
-
-    def spec(self, component: names.Component) -> ComponentSpec | None:
+    def spec(self, component: names.Component) -> RuntimeComponentCommonSpec:
         return self.runtime.spec.component(component)
 
-    def template(self, component: names.Component) -> ComponentTemplate | None:
-        return self.runtime_class.topology.component(component)
+    def template(self, component: names.Component) -> dict[str, Any]:
+        """The class's PodTemplateSpec of an enabled component (checked to have a container)."""
+        definition = self.definition(component)
+        assert definition is not None, component
+        assert definition.template is not None, component
+        return definition.template
+
+    def service_name(self, component: names.Component) -> str:
+        """``svc-{name}-{component}`` when the class gives the component a headless Service, else ""."""
+        definition = self.definition(component)
+        if definition is None or not definition.has_service():
+            return ""
+        return names.component_service(self.name, component)
 
     def runtime_ref(self) -> str:
         return f'CacheRuntime "{self.runtime.metadata.name}"'
@@ -65,26 +87,50 @@ def make_scope(
     dataset: Dataset, runtime: CacheRuntime, runtime_class: CacheRuntimeClass, namespace: str
 ) -> Scope:
     name = dataset.metadata.name
-    if len(name) > names.MAX_DATASET_NAME_LENGTH or not _DNS_LABEL.fullmatch(name):
-        raise RuntimeConfigError(
-            f'Dataset name "{name}" cannot name its cache components: it must be a DNS label of at most '
-            f'{names.MAX_DATASET_NAME_LENGTH} lowercase letters, digits and "-" (no "."), because Service '
-            f"{names.component_service(name, 'master')} and pod volume {names.runtime_config_volume(name)} "
-            "are named after it"
-        )
+    error = names.dataset_name_error(name)
+    if error:
+        raise SpecError(f'Dataset name "{name}" cannot name its cache components: {error}')
     fs_type = runtime_class.file_system_type
     if len(fs_type) > names.DNS_LABEL_MAX or not _LABEL_VALUE.fullmatch(fs_type):
-        raise RuntimeConfigError(
+        raise SpecError(
             f'CacheRuntimeClass "{runtime_class.metadata.name}": fileSystemType "{fs_type}" must be a '
             f"valid label value (at most {names.DNS_LABEL_MAX} letters, digits, '-', '_', '.'; starting "
-            f"and ending with a letter or digit): it becomes the {names.LABEL_APP_NAME} label"
+            f"and ending with a letter or digit): it becomes the {names.LABEL_APP_NAME} label",
+            INVALID_RUNTIME_CLASS,
         )
     uid = runtime.metadata.uid
     if not uid:
         # Owner references need the uid; only an object read back from the API server has one.
-        raise RuntimeConfigError(
+        raise SpecError(
             f'CacheRuntime "{runtime.metadata.name}" has no metadata.uid: build children from the object '
             "as stored by the API server"
         )
+    affinity = dataset.spec.node_affinity
+    if affinity is not None and affinity.required is not None:
+        where = f'Dataset "{name}" spec.nodeAffinity.required'
+        check_shape(affinity.required, NODE_SELECTOR_PATHS, where, INVALID_SPEC)
     config = build_runtime_config(dataset, runtime, runtime_class, namespace)
-    return Scope(dataset, runtime, runtime_class, namespace, config, uid)
+    scope = Scope(dataset, runtime, runtime_class, namespace, config, uid)
+    _check_topology(scope)
+    return scope
+
+
+def _check_topology(scope: Scope) -> None:
+    if all(scope.runtime_class.component(c) is None for c in names.COMPONENTS):
+        raise SpecError(
+            f"{scope.class_ref()}: at least one component should be defined in runtimeClass: "
+            "add topology.master, topology.worker or topology.client",
+            INVALID_RUNTIME_CLASS,
+        )
+    for component in names.COMPONENTS:
+        definition = scope.definition(component)
+        if definition is None:
+            continue
+        check_template_shape(definition.template or {}, f"{scope.class_ref()} topology.{component}.template")
+        if not ((definition.template or {}).get("spec") or {}).get("containers"):
+            raise SpecError(
+                f"{scope.class_ref()}: component {component} must define at least one container: add "
+                f"topology.{component}.template.spec.containers, or set spec.{component}.disabled: true "
+                f"in {scope.runtime_ref()}",
+                INVALID_RUNTIME_CLASS,
+            )

@@ -1,34 +1,33 @@
-"""Headless Services of master and worker (SPEC §2): stable DNS for the StatefulSet pods.
+"""Headless Services (SPEC §2), only for the components whose class sets ``service.headless``, as
+upstream makes them: ``svc-{name}-{component}``, ``clusterIP: None``, ``publishNotReadyAddresses`` (cache
+members must resolve each other while they start; readiness often waits for the cluster to form)
+and a selector on the component's pods.
 
-``publishNotReadyAddresses`` is set because cache members must resolve each other while they are
-still starting (readiness often waits for the cluster to form). A component without ports still gets
-its Service: the StatefulSet's ``serviceName`` needs it for the pods' DNS records.
+Like upstream's, they declare no ports: a headless Service gives every pod a stable DNS name
+(``{pod}.svc-{name}-{component}``) without them, and clients dial the ports they know from the
+runtime config.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 from controller.desired.labels import component_labels, namespaced_metadata, selector_labels
-from controller.desired.ports import service_ports, template_ports
 from controller.desired.scope import Scope
+from kubectl_fluid.api import names
 
 
-def headless_service(scope: Scope, component: Literal["master", "worker"]) -> dict[str, Any] | None:
-    config = scope.component(component)
-    if config is None:
+def headless_service(scope: Scope, component: names.Component) -> dict[str, Any] | None:
+    service = scope.service_name(component)
+    if not service:
         return None
-    spec: dict[str, Any] = {
-        "clusterIP": "None",
-        "publishNotReadyAddresses": True,
-        "selector": selector_labels(scope, component),
-    }
-    ports = service_ports(template_ports(scope, component))
-    if ports:
-        spec["ports"] = ports
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": namespaced_metadata(scope, config.service.name, component_labels(scope, component)),
-        "spec": spec,
+        "metadata": namespaced_metadata(scope, service, component_labels(scope, component)),
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": selector_labels(scope, component),
+        },
     }

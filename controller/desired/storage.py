@@ -9,9 +9,11 @@ Decisions where SPEC is silent:
   cluster-scoped and cannot be owned by a namespaced object.
 - ``volumeHandle`` is the PV name, unique in the cluster (SPEC §5 lets a static PV pick any).
 - FUSE runtime (a client runs): ``master-addrs`` is the master's headless Service address at the
-  first port of the class's master template. It is one stable name, not one address per master pod,
-  because a PV's source cannot change after creation and scaling the master must not need a new PV;
-  the headless Service resolves to every master pod. ``fs-path`` is ``/`` and ``curvine-path``
+  first port of the class's master template (the first ``containerPort`` of its containers, in
+  order). It is one stable name, not one address per master pod, because a PV's source cannot
+  change after creation and scaling the master must not need a new PV; the headless Service
+  resolves to every master pod. So a FUSE runtime needs a master with ``service.headless`` and a
+  port. ``fs-path`` is ``/`` and ``curvine-path``
   ``/{namespace}/{name}``, so each dataset gets its own directory and all share one FUSE per node.
 - Clientless runtime: ``clientless: "true"`` and no FUSE attributes; the CSI node refuses to stage
   it and tells the user to inject the runtime config instead (SPEC §5).
@@ -29,11 +31,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from controller.desired.errors import INVALID_RUNTIME_CLASS, SpecError
 from controller.desired.labels import common_labels, namespaced_metadata
-from controller.desired.ports import template_ports
 from controller.desired.scope import Scope
 from kubectl_fluid.api import names
-from kubectl_fluid.runtimeconfig import RuntimeConfigError
 
 CAPACITY = "100Pi"
 
@@ -53,7 +54,7 @@ def persistent_volume(scope: Scope) -> dict[str, Any]:
         },
         "spec": {
             "capacity": {"storage": CAPACITY},
-            "accessModes": list(scope.dataset.spec.access_modes),
+            "accessModes": scope.dataset.spec.effective_access_modes(),
             "persistentVolumeReclaimPolicy": "Retain",
             "storageClassName": names.DATASET_STORAGE_CLASS,
             "claimRef": {"namespace": scope.namespace, "name": names.dataset_pvc(scope.name)},
@@ -73,7 +74,7 @@ def persistent_volume_claim(scope: Scope) -> dict[str, Any]:
         "kind": "PersistentVolumeClaim",
         "metadata": namespaced_metadata(scope, names.dataset_pvc(scope.name), labels),
         "spec": {
-            "accessModes": list(scope.dataset.spec.access_modes),
+            "accessModes": scope.dataset.spec.effective_access_modes(),
             "resources": {"requests": {"storage": CAPACITY}},
             "storageClassName": names.DATASET_STORAGE_CLASS,
             "volumeName": names.dataset_pv(scope.namespace, scope.name),
@@ -134,19 +135,36 @@ def volume_attributes(scope: Scope) -> dict[str, str]:
 
 
 def _master_addrs(scope: Scope) -> str:
-    master = scope.component("master")
-    if master is None:
-        raise RuntimeConfigError(
+    hint = "or set spec.client.disabled: true to make the runtime clientless"
+    if not scope.enabled("master"):
+        raise SpecError(
             f"{scope.runtime_ref()} runs a client (a FUSE runtime), which mounts through its master, but "
-            f"the master is disabled or missing from {scope.class_ref()}; enable the master, or set "
-            "spec.client.disabled: true to make the runtime clientless"
+            f"the master is disabled or missing from {scope.class_ref()}: enable the master, {hint}"
         )
-    ports = template_ports(scope, "master")
-    if not ports:
-        raise RuntimeConfigError(
+    service = scope.service_name("master")
+    if not service:
+        raise SpecError(
+            f"{scope.runtime_ref()} runs a client (a FUSE runtime), whose PV names the master by its "
+            f"headless Service, but {scope.class_ref()} gives the master none: add "
+            f"topology.master.service.headless: {{}}, {hint}",
+            INVALID_RUNTIME_CLASS,
+        )
+    port = master_port(scope)
+    if port is None:
+        raise SpecError(
             f"{scope.runtime_ref()} runs a client (a FUSE runtime), whose PV needs the master's address, "
-            f"but {scope.class_ref()} defines no port for its master: add topology.master.ports, or set "
-            "spec.client.disabled: true to make the runtime clientless"
+            f"but {scope.class_ref()} defines no port for its master: add a containerPort to "
+            f"topology.master.template.spec.containers, {hint}",
+            INVALID_RUNTIME_CLASS,
         )
-    host = names.service_host(master.service.name, scope.namespace)
-    return f"{host}:{ports[0].container_port}"
+    return f"{names.service_host(service, scope.namespace)}:{port}"
+
+
+def master_port(scope: Scope) -> int | None:
+    """The first ``containerPort`` of the master template's containers, in order."""
+    for container in scope.template("master")["spec"]["containers"]:
+        for port in container.get("ports") or ():
+            number = port.get("containerPort") if isinstance(port, dict) else None
+            if isinstance(number, int) and not isinstance(number, bool):
+                return number
+    return None

@@ -94,6 +94,9 @@ ENV_RUNTIME_COMPONENT_TYPE: Final = "FLUID_RUNTIME_COMPONENT_TYPE"
 ENV_RUNTIME_COMPONENT_SVC_NAME: Final = "FLUID_RUNTIME_COMPONENT_SVC_NAME"
 
 SECRETS_ROOT: Final = "/etc/fluid/secrets"
+SECRET_VOLUME_PREFIX: Final = "cache-mnt-secret-"
+# Mounts of Fluid's own schemes: upstream mounts no Secret for them (nothing to authenticate to).
+NATIVE_MOUNT_SCHEMES: Final = ("local://", "pvc://")
 # Tiered-store levels, where upstream mounts them in worker and client containers (and names them
 # so in runtime.json): process memory is the pod's /dev/shm; emptyDir and hostPath levels get a
 # directory per level and path.
@@ -123,6 +126,8 @@ CONTROLLER_LEASE: Final = "fluid-controller"
 # Every dataset PV/PVC names this class: it ties them together (and to no dynamic provisioner).
 DATASET_STORAGE_CLASS: Final = "fluid"
 RUNTIME_TYPE_CACHE: Final = "cache"
+# Dataset status.runtimes[].category of a cache runtime, as upstream writes it.
+RUNTIME_CATEGORY: Final = "Accelerate"
 # Condition type the controller keeps on a CacheRuntime; the printer column reads it.
 CONDITION_READY: Final = "Ready"
 
@@ -133,6 +138,20 @@ LABEL_APP_COMPONENT: Final = "app.kubernetes.io/component"
 LABEL_APP_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
 # The controller is both the field manager of its writes and the manager its labels name.
 MANAGED_BY: Final = CONTROLLER_FIELD_MANAGER
+# Upstream's labels of a runtime's workloads, Services and pods; the workloads select on them.
+LABEL_CACHERUNTIME_NAME: Final = "cacheruntime.fluid.io/name"
+LABEL_CACHERUNTIME_COMPONENT: Final = "cacheruntime.fluid.io/component-name"
+# Worker pods: the dataset they cache and its placement; Exclusive workers repel every other
+# worker on the node, Shared ones only the Exclusive.
+LABEL_DATASET: Final = "fluid.io/dataset"
+LABEL_DATASET_PLACEMENT: Final = "fluid.io/dataset-placement"
+PLACEMENT_EXCLUSIVE: Final = "Exclusive"
+PLACEMENT_SHARED: Final = "Shared"
+LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
+# The class whose extraResources a shared ConfigMap is: another class's of the same name is a conflict.
+LABEL_RUNTIME_CLASS: Final = "fluid.io/runtime-class"
+# The client's hostPath volume at the dataset's target path (its FUSE mount point on the node).
+FUSE_SHARED_PATH_VOLUME: Final = "fluid-cache-runtime-shared-path"
 
 # --- CSI driver (SPEC §5) -------------------------------------------------------------------------
 CSI_DRIVER: Final = "curvine.csi.fluid.io"
@@ -219,6 +238,15 @@ def fit_63(text: str) -> str:
     return f"{text[: DNS_LABEL_MAX - 9].rstrip('-._')}-{digest}"
 
 
+def dns_label(text: str) -> str:
+    """``fit_63(text)`` when ``text`` has no dot; a dotted one (from a DNS-subdomain name such as a
+    ConfigMap's) is rewritten *and* hashed, so ``a.b`` and ``a-b`` stay distinct."""
+    if "." not in text:
+        return fit_63(text)
+    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    return f"{text.replace('.', '-')[: DNS_LABEL_MAX - 9].rstrip('-')}-{digest}"
+
+
 # --- runtime config -------------------------------------------------------------------------------
 def runtime_config_configmap(dataset: str) -> str:
     return f"{RUNTIME_CONFIG_PREFIX}{dataset}"
@@ -267,13 +295,16 @@ def encrypt_option_path(secret: str, key: str) -> str:
 
 
 def secret_volume(secret: str) -> str:
-    """Pod volume of a Secret. Volume names are DNS labels but Secret names may hold dots, so a
-    dotted name is rewritten *and* hashed: ``a.b`` and ``a-b`` must not share a volume."""
-    name = f"fluid-secret-{secret}"
-    if "." not in name:
-        return fit_63(name)
-    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
-    return f"{name.replace('.', '-')[: DNS_LABEL_MAX - 9].rstrip('-')}-{digest}"
+    """Pod volume of a Secret, upstream's rule: ``cache-mnt-secret-{secret}`` when it fits 63, else the
+    prefix, the first 38 characters and 8 hex of sha256(secret) (63 in all). Volume names are DNS
+    labels but Secret names may hold dots, which upstream leaves invalid: a dotted name takes the
+    hashed form with ``.`` as ``-``, so ``a.b`` and ``a-b`` still get distinct volumes."""
+    name = f"{SECRET_VOLUME_PREFIX}{secret}"
+    if len(name) <= DNS_LABEL_MAX and "." not in secret:
+        return name
+    digest = hashlib.sha256(secret.encode()).hexdigest()[:8]
+    keep = DNS_LABEL_MAX - len(SECRET_VOLUME_PREFIX) - len(digest)
+    return f"{SECRET_VOLUME_PREFIX}{secret.replace('.', '-')[:keep]}{digest}"
 
 
 def target_path(namespace: str, dataset: str) -> str:
@@ -302,6 +333,24 @@ def tier_volume(level: int, index: int) -> str:
 def component_config_volume(runtime: str) -> str:
     """The runtime config's volume in a component pod (upstream: ``fluid-runtime-<name>-config``)."""
     return f"fluid-runtime-{runtime}-config"
+
+
+def extra_configmap_volume(runtime: str, configmap: str) -> str:
+    """Volume of a class extraResources ConfigMap in a component pod (upstream:
+    ``fluid-extra-<runtime>-<configMap>``), shortened when it would not fit a DNS label."""
+    return dns_label(f"fluid-extra-{runtime}-{configmap}")
+
+
+def fuse_node_label(namespace: str, dataset: str) -> str:
+    """Label key (value ``"true"``) of the nodes where a dataset's FUSE runs: the client's
+    nodeSelector and the workers' preferred node affinity (upstream's ``fluid.io/f-<ns>-<name>``)."""
+    return f"fluid.io/{fit_63(f'f-{namespace}-{dataset}')}"
+
+
+def shared_field_manager(namespace: str, runtime: str) -> str:
+    """Field manager of one runtime's writes to an object several runtimes share (a class's extra
+    ConfigMap): each runtime then owns its own ownerReference, and releasing one keeps the others'."""
+    return f"{CONTROLLER_FIELD_MANAGER}/{namespace}/{runtime}"
 
 
 # --- cache components -----------------------------------------------------------------------------

@@ -105,10 +105,7 @@ def test_clientless_dataset_becomes_configmap_workloads_pv_pvc_and_binds(fl: Flu
     fl.create(
         runtime(
             "ds1",
-            worker={
-                "replicas": 2,
-                "tieredStore": {"levels": [{"medium": {"processMemory": {}}, "quota": "1Gi"}]},
-            },
+            worker={"replicas": 2, "tieredStore": {"levels": [{"processMemory": {"quota": "1024Mi"}}]}},
         )
     )
     eventually(lambda: fl.bound("ds1"), "Dataset ds1 Bound", timeout=30)
@@ -140,8 +137,23 @@ def test_clientless_dataset_becomes_configmap_workloads_pv_pvc_and_binds(fl: Flu
         timeout=60,
     )
     status = fl.get("datasets", "ds1")["status"]
-    assert status["runtimes"][0]["name"] == "ds1"
+    assert status["runtimes"] == [
+        {"name": "ds1", "namespace": fl.ns, "category": "Accelerate", "type": "cache", "masterReplicas": 1}
+    ]
+    assert fl.condition("datasets", "ds1")["reason"] == "DatasetReady"
     assert fl.condition("cacheruntimes", "ds1")["status"] == "True"
+    assert fl.get("cacheruntimes", "ds1")["status"]["valueFile"] == names.runtime_config_configmap("ds1")
+
+    # The worker as upstream builds it, stored as the controller wrote it (quantities canonical).
+    worker = as_json(sts["ds1-worker"])["spec"]["template"]
+    assert worker["metadata"]["labels"][names.LABEL_DATASET_PLACEMENT] == "Exclusive"
+    assert {"name": names.memory_tier_volume(0), "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}} in (
+        worker["spec"]["volumes"]
+    )
+    assert sts["ds1-worker"].spec.selector.match_labels == {
+        names.LABEL_CACHERUNTIME_NAME: "ds1",
+        names.LABEL_CACHERUNTIME_COMPONENT: "ds1-worker",
+    }
 
 
 def test_fuse_runtime_gets_a_client_daemonset_and_fuse_pv_attributes(fl: Fluid) -> None:

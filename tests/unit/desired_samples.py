@@ -1,4 +1,5 @@
-"""Inputs of the desired-state tests: a clientless (Mooncake-like) and a FUSE (Curvine-like) runtime."""
+"""Inputs of the desired-state tests, in upstream Fluid's shapes: a clientless (Mooncake-like) and a
+FUSE (Curvine-like) runtime."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ NAMESPACE = "team-a"
 UID = "6f1c0b8e-0000-4000-8000-000000000001"
 
 
-def _secret(option: str, secret: str, key: str) -> dict[str, Any]:
+def secret_option(option: str, secret: str, key: str) -> dict[str, Any]:
     return {"name": option, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
 
 
@@ -24,38 +25,69 @@ DATASET: dict[str, Any] = {
     "metadata": {"name": "ds1", "namespace": NAMESPACE},
     "spec": {
         "accessModes": ["ReadWriteMany"],
-        # s3cred is referenced three times with two keys: one volume, two items.
-        "sharedEncryptOptions": [_secret("ak", "s3cred", "access-key")],
+        # s3cred is referenced three times: one volume.
+        "sharedEncryptOptions": [secret_option("ak", "s3cred", "access-key")],
         "mounts": [
             {
                 "name": "a",
                 "mountPoint": "s3://bucket/a",
                 "encryptOptions": [
-                    _secret("ak", "s3cred", "access-key"),
-                    _secret("sk", "s3cred", "secret-key"),
+                    secret_option("ak", "s3cred", "access-key"),
+                    secret_option("sk", "s3cred", "secret-key"),
                 ],
             },
             {
                 "name": "b",
                 "mountPoint": "s3://bucket/b",
-                "encryptOptions": [_secret("token", "b.token", "t")],
+                "encryptOptions": [secret_option("token", "b.token", "t")],
+            },
+            # A Fluid-native mount: its Secret is not mounted (upstream mounts none for them).
+            {
+                "name": "local",
+                "mountPoint": "local:///mnt/data",
+                "encryptOptions": [secret_option("x", "local-cred", "k")],
             },
         ],
     },
 }
 
+
+def container(name: str, image: str, **fields: Any) -> dict[str, Any]:
+    return {"name": name, "image": image, **fields}
+
+
 MOONCAKE_CLASS: dict[str, Any] = {
     "apiVersion": "data.fluid.io/v1alpha1",
     "kind": "CacheRuntimeClass",
     "metadata": {"name": "mooncake"},
-    "fileSystemType": "mooncake",
+    "fileSystemType": "mooncakefs",
     "topology": {
         "master": {
-            "image": "mooncake:1",
-            "command": ["mooncake_master"],
-            "ports": [{"name": "rpc", "containerPort": 50051}],
+            "service": {"headless": {}},
+            "template": {
+                "spec": {
+                    "containers": [
+                        container(
+                            "master",
+                            "mooncake:1",
+                            command=["mooncake_master"],
+                            env=[
+                                {
+                                    "name": "POD_NAME",
+                                    "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}},
+                                }
+                            ],
+                            ports=[{"name": "rpc", "containerPort": 50051}],
+                        )
+                    ]
+                }
+            },
         },
-        "worker": {"image": "mooncake:1", "options": {"protocol": "tcp"}},
+        "worker": {
+            "service": {"headless": {}},
+            "options": {"protocol": "tcp"},
+            "template": {"spec": {"containers": [container("worker", "mooncake:1")]}},
+        },
     },
 }
 
@@ -69,19 +101,18 @@ CLIENTLESS_RUNTIME: dict[str, Any] = {
         "worker": {
             "replicas": 2,
             "env": [{"name": "LOG_LEVEL", "value": "debug"}],
-            "resources": {"limits": {"memory": "8Gi"}},
+            "resources": {"requests": {"memory": "1Gi"}, "limits": {"memory": "8Gi"}},
             "nodeSelector": {"disk": "ssd"},
             "tolerations": [{"key": "cache", "operator": "Exists", "effect": "NoSchedule"}],
             "tieredStore": {
                 "levels": [
-                    {"medium": {"processMemory": {}}, "quota": "4Gi"},
-                    {"medium": {"emptyDir": {"medium": "Memory"}}, "quota": "2Gi"},
-                    {"medium": {"hostPath": {"path": "/mnt/ssd"}}, "quota": "100Gi"},
-                    {"medium": {"emptyDir": {}}},
+                    {"processMemory": {"quota": "4Gi"}, "high": "0.9"},
+                    {"emptyDir": {"quota": "2048Mi", "medium": "Memory"}},
+                    {"hostPath": {"paths": ["/mnt/ssd", "/mnt/hdd"], "quotas": ["100Gi", "1Ti"]}},
+                    {"emptyDir": {"quota": "1Gi"}, "low": "0.5"},
                 ]
             },
         },
-        "client": {"disabled": True},
     },
 }
 
@@ -89,19 +120,52 @@ CURVINE_CLASS: dict[str, Any] = {
     "apiVersion": "data.fluid.io/v1alpha1",
     "kind": "CacheRuntimeClass",
     "metadata": {"name": "curvine"},
-    "fileSystemType": "curvine",
+    "fileSystemType": "curvinefs",
+    "extraResources": {"configMaps": [{"name": "curvine-config", "data": {"cluster.toml": "[master]\n"}}]},
     "topology": {
         "master": {
-            "image": "curvine:0.2",
-            "args": ["master"],
-            "ports": [
-                {"name": "rpc", "containerPort": 8995},
-                {"name": "journal", "containerPort": 8996},
-                {"containerPort": 9000, "protocol": "TCP"},
-            ],
+            "service": {"headless": {}},
+            "dependencies": {
+                "extraResources": {"configMaps": [{"name": "curvine-config", "mountPath": "/templates"}]}
+            },
+            "template": {
+                "spec": {
+                    "initContainers": [
+                        container("init", "gomplate:1", args=["-d", "config=$(FLUID_RUNTIME_CONFIG_PATH)"])
+                    ],
+                    "containers": [
+                        container(
+                            "master",
+                            "curvine:0.2",
+                            args=["master"],
+                            ports=[
+                                {"name": "rpc", "containerPort": 8995},
+                                {"name": "journal", "containerPort": 8996},
+                            ],
+                            resources={"limits": {"memory": 2000000000}},
+                        )
+                    ],
+                }
+            },
         },
-        "worker": {"image": "curvine:0.2", "args": ["worker"], "ports": [{"containerPort": 8997}]},
-        "client": {"image": "curvine:0.2", "args": ["client"]},
+        "worker": {
+            "service": {"headless": {}},
+            "template": {"spec": {"containers": [container("worker", "curvine:0.2", args=["worker"])]}},
+        },
+        "client": {
+            "dependencies": {
+                "extraResources": {"configMaps": [{"name": "curvine-config", "mountPath": "/templates"}]}
+            },
+            "template": {
+                "spec": {
+                    "containers": [
+                        container(
+                            "client", "curvine:0.2", args=["client"], securityContext={"privileged": True}
+                        )
+                    ]
+                }
+            },
+        },
     },
 }
 
@@ -113,8 +177,8 @@ FUSE_RUNTIME: dict[str, Any] = {
         "runtimeClassName": "curvine",
         "master": {"replicas": 3},
         "client": {
-            "image": "curvine-client:0.3",
-            "tieredStore": {"levels": [{"medium": {"hostPath": {"path": "/var/cache/curvine"}}}]},
+            "runtimeVersion": {"image": "curvine-client", "imageTag": "0.3", "imagePullPolicy": "Always"},
+            "tieredStore": {"levels": [{"hostPath": {"paths": ["/var/cache/curvine"], "quotas": ["10Gi"]}}]},
         },
     },
 }
@@ -130,8 +194,13 @@ def models(
     )
 
 
-def build(dataset: dict[str, Any], runtime: dict[str, Any], runtime_class: dict[str, Any]) -> Children:
-    return desired_children(*models(dataset, runtime, runtime_class), NAMESPACE)
+def build(
+    dataset: dict[str, Any],
+    runtime: dict[str, Any],
+    runtime_class: dict[str, Any],
+    namespace: str = NAMESPACE,
+) -> Children:
+    return desired_children(*models(dataset, runtime, runtime_class), namespace)
 
 
 def clientless() -> Children:
@@ -143,14 +212,28 @@ def fuse() -> Children:
 
 
 def with_spec(obj: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
-    """A deep copy of ``obj`` with the dotted ``path`` set to ``value`` (None removes it)."""
+    """A deep copy of ``obj`` with the dotted ``path`` set to ``value`` (None removes it). A numeric
+    part indexes a list (``topology.master.template.spec.containers.0.ports``)."""
     out = copy.deepcopy(obj)
     *parents, leaf = path.split(".")
-    node = out
+    node: Any = out
     for key in parents:
-        node = node.setdefault(key, {})
-    if value is None:
+        node = node[int(key)] if isinstance(node, list) else node.setdefault(key, {})
+    if isinstance(node, list):
+        node[int(leaf)] = value
+    elif value is None:
         node.pop(leaf, None)
     else:
         node[leaf] = value
     return out
+
+
+def pod(workload: dict[str, Any] | None) -> dict[str, Any]:
+    assert workload is not None
+    spec: dict[str, Any] = workload["spec"]["template"]["spec"]
+    return spec
+
+
+def main_container(workload: dict[str, Any] | None) -> dict[str, Any]:
+    first: dict[str, Any] = pod(workload)["containers"][0]
+    return first

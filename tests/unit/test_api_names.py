@@ -96,13 +96,22 @@ def test_csi_names() -> None:
 
 def test_controller_child_names() -> None:
     assert names.secret_mount_dir("s3cred") == "/etc/fluid/secrets/s3cred"
-    assert names.secret_volume("s3cred") == "fluid-secret-s3cred"
-    # Volume names are DNS labels: dotted Secret names are rewritten and hashed, so they stay distinct.
+    assert names.secret_volume("s3cred") == "cache-mnt-secret-s3cred"
+    # Upstream's rule for a name that does not fit: 38 characters and 8 hex of sha256, 63 in all.
+    long = "a-very-long-secret-name-that-goes-beyond-the-dns-label-limit-xyz"
+    assert names.secret_volume(long) == "cache-mnt-secret-a-very-long-secret-name-that-goes-beyo666faac1"
+    # Volume names are DNS labels: dotted Secret names take the hashed form, so they stay distinct.
     dotted = names.secret_volume("a.b")
     assert "." not in dotted
-    assert dotted.startswith("fluid-secret-a-b-")
+    assert dotted.startswith("cache-mnt-secret-a-b")
     assert dotted != names.secret_volume("a-b")
     assert len(names.secret_volume("s." * 120 + "s")) == 63
+    assert names.extra_configmap_volume("ds1", "curvine-config") == "fluid-extra-ds1-curvine-config"
+    assert names.extra_configmap_volume("ds1", "a.b") != names.extra_configmap_volume("ds1", "a-b")
+    assert len(names.extra_configmap_volume("d" * 42, "c" * 253)) == 63
+    assert names.fuse_node_label("team-a", "ds1") == "fluid.io/f-team-a-ds1"
+    assert len(names.fuse_node_label("n" * 63, "d" * 42).split("/")[1]) == 63
+    assert names.shared_field_manager("team-a", "ds1") == "fluid-controller/team-a/ds1"
     assert names.service_host("svc-ds1-master", "team-a") == "svc-ds1-master.team-a.svc"
     assert names.dataset_volume_handle("team-a", "ds1") == "team-a-ds1"
     assert names.dataset_curvine_path("team-a", "ds1") == "/team-a/ds1"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from controller.desired import Children, desired_children
+from controller.desired import Children
 from kubectl_fluid.api import names
 from kubectl_fluid.runtimeconfig import build_runtime_config, render_json, render_sh
 from tests.unit.desired_samples import (
@@ -23,6 +23,7 @@ from tests.unit.desired_samples import (
     clientless,
     fuse,
     models,
+    with_spec,
 )
 
 OWNER = {
@@ -53,10 +54,11 @@ def test_clientless_children_in_apply_order() -> None:
     assert (children.pv["kind"], children.pv["metadata"]["name"]) == ("PersistentVolume", "team-a-ds1")
 
 
-def test_fuse_children_include_the_client_daemonset() -> None:
+def test_fuse_children_include_the_client_daemonset_and_the_class_configmaps() -> None:
     children = fuse()
     assert _kinds_and_names(children.namespaced()) == [
         ("ConfigMap", "fluid-runtime-config-ds1"),
+        ("ConfigMap", "curvine-config"),
         ("Service", "svc-ds1-master"),
         ("Service", "svc-ds1-worker"),
         ("StatefulSet", "ds1-master"),
@@ -73,18 +75,35 @@ def test_only_enabled_components_get_workloads_and_services() -> None:
     assert _kinds_and_names(list(children.services)) == [("Service", "svc-ds1-worker")]
 
 
-def test_client_absent_from_runtime_and_class_means_no_daemonset() -> None:
-    runtime = {**CLIENTLESS_RUNTIME, "spec": {"runtimeClassName": "mooncake"}}
+def test_services_only_where_the_class_asks_for_one() -> None:
+    runtime_class = with_spec(MOONCAKE_CLASS, "topology.worker.service", None)
+    children = build(DATASET, CLIENTLESS_RUNTIME, runtime_class)
+    assert _kinds_and_names(list(children.services)) == [("Service", "svc-ds1-master")]
+    master, worker = children.statefulsets
+    assert master["spec"]["serviceName"] == "svc-ds1-master"
+    assert "serviceName" not in worker["spec"]
+    # A client that asks for one gets it too.
+    runtime_class = with_spec(CURVINE_CLASS, "topology.client.service", {"headless": {}})
+    assert [s["metadata"]["name"] for s in build(DATASET, FUSE_RUNTIME, runtime_class).services][-1] == (
+        "svc-ds1-client"
+    )
+
+
+def test_a_class_without_a_client_makes_the_runtime_clientless_whatever_the_runtime_says() -> None:
+    runtime = with_spec(CLIENTLESS_RUNTIME, "spec.client", {"options": {"x": "y"}})
     children = build(DATASET, runtime, MOONCAKE_CLASS)
     assert children.daemonset is None
     assert children.pv["spec"]["csi"]["volumeAttributes"][names.VOLUME_ATTR_CLIENTLESS] == "true"
+    assert "client" not in json.loads(children.configmap["data"]["runtime.json"])
 
 
 @pytest.mark.parametrize("children", [clientless(), fuse()], ids=["clientless", "fuse"])
 def test_every_namespaced_child_is_owned_by_the_runtime(children: Children) -> None:
     for obj in children.namespaced():
         assert obj["metadata"]["namespace"] == NAMESPACE
-        assert obj["metadata"]["ownerReferences"] == [OWNER]
+        shared = any(obj is extra for extra in children.extra_configmaps)
+        # The class's ConfigMaps are shared by its runtimes: one owner among equals.
+        assert obj["metadata"]["ownerReferences"] == [{**OWNER, "controller": not shared}]
     # Cluster-scoped: no namespace, and no owner (the Dataset finalizer removes it).
     assert "namespace" not in children.pv["metadata"]
     assert "ownerReferences" not in children.pv["metadata"]
@@ -102,12 +121,13 @@ def test_every_child_is_a_complete_object(children: Children) -> None:
 def test_common_labels_on_every_child_and_pod_template() -> None:
     children = fuse()
     common = {
-        "app.kubernetes.io/name": "curvine",
+        "app.kubernetes.io/name": "curvinefs",
         "app.kubernetes.io/instance": "ds1",
         "app.kubernetes.io/managed-by": "fluid-controller",
         "fluid.io/dataset-id": "team-a-ds1",
     }
-    for obj in [*children.namespaced(), children.pv]:
+    own = [o for o in children.namespaced() if not any(o is e for e in children.extra_configmaps)]
+    for obj in [*own, children.pv]:
         assert obj["metadata"]["labels"].items() >= common.items()
     for child, component in [
         (children.configmap, None),
@@ -120,28 +140,34 @@ def test_common_labels_on_every_child_and_pod_template() -> None:
         (children.daemonset, "client"),
     ]:
         assert child is not None
-        assert child["metadata"]["labels"].get("app.kubernetes.io/component") == component
+        labels = child["metadata"]["labels"]
+        assert labels.get("app.kubernetes.io/component") == component
+        if component is not None:
+            assert labels["cacheruntime.fluid.io/name"] == "ds1"
+            assert labels["cacheruntime.fluid.io/component-name"] == f"ds1-{component}"
         if "template" in child.get("spec", {}):
             pod_labels = child["spec"]["template"]["metadata"]["labels"]
-            assert pod_labels == {**common, "app.kubernetes.io/component": component}
+            assert pod_labels.items() >= labels.items()
 
 
-def test_selectors_use_stable_labels_and_match_pods_and_services() -> None:
+def test_selectors_are_upstreams_two_labels_and_match_pods_and_services() -> None:
     children = fuse()
     workloads = [*children.statefulsets, children.daemonset]
     for workload, component in zip(workloads, ["master", "worker", "client"], strict=True):
         assert workload is not None
         selector = workload["spec"]["selector"]["matchLabels"]
         assert selector == {
-            "app.kubernetes.io/name": "curvine",
-            "app.kubernetes.io/instance": "ds1",
-            "app.kubernetes.io/component": component,
+            "cacheruntime.fluid.io/name": "ds1",
+            "cacheruntime.fluid.io/component-name": f"ds1-{component}",
         }
         pod_labels = workload["spec"]["template"]["metadata"]["labels"]
-        assert pod_labels == workload["metadata"]["labels"]
         assert pod_labels.items() >= selector.items()
     for service, statefulset in zip(children.services, children.statefulsets, strict=True):
-        assert service["spec"]["selector"] == statefulset["spec"]["selector"]["matchLabels"]
+        assert service["spec"] == {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": statefulset["spec"]["selector"]["matchLabels"],
+        }
         assert statefulset["spec"]["serviceName"] == service["metadata"]["name"]
 
 
@@ -163,6 +189,18 @@ def test_configmap_data_is_the_pure_renderers_output(
     assert "app.kubernetes.io/component" not in children.configmap["metadata"]["labels"]
 
 
+def test_the_secrets_to_check_are_the_mounted_ones_with_their_keys() -> None:
+    # local-cred belongs to a local:// mount: not mounted, not checked.
+    assert clientless().secret_keys() == {"b.token": ["t"], "s3cred": ["access-key", "secret-key"]}
+    runtime_class = with_spec(
+        MOONCAKE_CLASS, "topology.master.dependencies", {"secretMount": {"enabled": False}}
+    )
+    runtime_class = with_spec(
+        runtime_class, "topology.worker.dependencies", {"secretMount": {"enabled": False}}
+    )
+    assert build(DATASET, CLIENTLESS_RUNTIME, runtime_class).secret_keys() == {}
+
+
 def test_statefulset_spec() -> None:
     master, worker = clientless().statefulsets
     assert (master["spec"]["replicas"], worker["spec"]["replicas"]) == (1, 2)
@@ -181,16 +219,3 @@ def test_two_builds_are_byte_identical(runtime: dict[str, Any], runtime_class: d
         return json.dumps([*children.namespaced(), children.pv], sort_keys=True)
 
     assert dump(build(DATASET, runtime, runtime_class)) == dump(build(DATASET, runtime, runtime_class))
-
-
-def test_children_do_not_alias_the_input_models() -> None:
-    dataset, runtime, runtime_class = models(DATASET, CLIENTLESS_RUNTIME, MOONCAKE_CLASS)
-    children = desired_children(dataset, runtime, runtime_class, NAMESPACE)
-    container = children.statefulsets[1]["spec"]["template"]["spec"]["containers"][0]
-    container["resources"]["limits"]["memory"] = "1Ki"
-    container["env"][-1]["value"] = "changed"
-    children.statefulsets[1]["spec"]["template"]["spec"]["tolerations"][0]["key"] = "changed"
-    assert runtime.spec.worker is not None
-    assert runtime.spec.worker.resources == {"limits": {"memory": "8Gi"}}
-    assert runtime.spec.worker.env[0]["value"] == "debug"
-    assert runtime.spec.worker.tolerations[0]["key"] == "cache"

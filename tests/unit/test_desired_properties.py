@@ -22,6 +22,7 @@ from kubectl_fluid.api import names
 from kubectl_fluid.api.cacheruntime import CacheRuntime
 from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass
 from kubectl_fluid.api.dataset import Dataset
+from kubectl_fluid.api.quantity import canonical_quantity
 
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 DNS_1035_LABEL = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
@@ -81,92 +82,153 @@ def datasets(draw: st.DrawFn, name: str, namespace: str) -> dict[str, Any]:
     return {
         "metadata": {"name": name, "namespace": namespace},
         "spec": {
-            "mounts": mounts,
+            **({"mounts": mounts} if mounts else {}),
             "sharedOptions": draw(options),
             "sharedEncryptOptions": draw(encrypt_options()),
             "accessModes": draw(
                 st.lists(st.sampled_from(["ReadOnlyMany", "ReadWriteMany"]), min_size=1, unique=True)
             ),
+            "placement": draw(st.sampled_from(["", "Exclusive", "Shared"])),
+            "tolerations": draw(st.lists(st.just({"key": "d", "operator": "Exists"}), max_size=1)),
+            "nodeAffinity": {
+                "required": {
+                    "nodeSelectorTerms": [
+                        {"matchExpressions": [{"key": "z", "operator": "In", "values": ["a"]}]}
+                    ]
+                    * draw(st.integers(0, 2))
+                }
+            },
         },
     }
 
 
 @st.composite
 def levels(draw: st.DrawFn) -> list[dict[str, Any]]:
-    # hostPath levels get distinct paths: two levels on one path are refused (tested elsewhere).
-    host_paths = iter(draw(st.lists(_dns_label(20), max_size=4, unique=True)))
-    out = []
+    quota = st.sampled_from(["1Gi", "512Mi", "1024Mi", "0.5Gi", 2000000000])
+    out: list[dict[str, Any]] = []
+    memory_used = False
     for _ in range(draw(st.integers(0, 4))):
-        kind = draw(st.sampled_from(["processMemory", "emptyDir", "hostPath"]))
-        path = next(host_paths, None)
-        if kind == "hostPath" and path is not None:
-            medium: dict[str, Any] = {"hostPath": {"path": f"/mnt/{path}"}}
+        kinds = ["emptyDir", "hostPath", "none"] + ([] if memory_used else ["processMemory"])
+        kind = draw(st.sampled_from(kinds))
+        level: dict[str, Any] = {}
+        if kind == "processMemory":
+            memory_used = True
+            level["processMemory"] = {"quota": draw(quota)}
         elif kind == "emptyDir":
-            medium = {"emptyDir": {"medium": draw(st.sampled_from(["", "Memory"]))}}
-        else:
-            medium = {"processMemory": {}}
-        out.append({"medium": medium, "quota": draw(st.sampled_from([None, "1Gi", "512Mi"]))})
+            level["emptyDir"] = {"quota": draw(quota), "medium": draw(st.sampled_from(["", "Memory"]))}
+        elif kind == "hostPath":
+            paths = draw(st.lists(_dns_label(20), min_size=1, max_size=3, unique=True))
+            level["hostPath"] = {
+                "paths": [f"/mnt/{p}" for p in paths],
+                "quotas": [draw(quota) for _ in paths],
+            }
+        for mark in ("high", "low"):
+            if draw(st.booleans()):
+                level[mark] = draw(st.sampled_from(["0.9", "0.5"]))
+        out.append(level)
     return out
 
 
 @st.composite
-def component_specs(draw: st.DrawFn, caching: bool) -> dict[str, Any]:
-    env_names = draw(
-        st.lists(st.text("ABCFLUID_", min_size=1, max_size=8), max_size=3, unique=True).map(
-            lambda ns: [n for n in ns if not n.startswith("FLUID_")]
-        )
-    )
+def component_specs(draw: st.DrawFn, component: str, volumes: list[str]) -> dict[str, Any]:
+    env_names = draw(st.lists(st.sampled_from(["A", "B", "FLUID_DATASET_NAME", "POD_NAME"]), max_size=3))
     spec: dict[str, Any] = {
-        "replicas": draw(st.integers(0, 5)),
         "options": draw(options),
         "env": [{"name": n, "value": draw(text)} for n in env_names],
-        "image": draw(st.sampled_from([None, "own:1"])),
+        "nodeSelector": draw(st.dictionaries(st.sampled_from(["disk", "zone"]), st.sampled_from(["a", "b"]))),
+        "tolerations": draw(st.lists(st.just({"key": "k", "operator": "Exists"}), max_size=2)),
+        "podMetadata": {
+            "labels": draw(st.dictionaries(st.sampled_from(["l1", "l2"]), st.sampled_from(["v"])))
+        },
+        "volumeMounts": [
+            {"name": v, "mountPath": f"/data/{v}"}
+            for v in draw(st.lists(st.sampled_from(volumes), unique=True))
+        ]
+        if volumes
+        else [],
     }
-    if caching:
+    if draw(st.booleans()):
+        spec["runtimeVersion"] = {"image": "own", "imageTag": draw(st.sampled_from(["1", ""]))}
+    if draw(st.booleans()):
+        spec["args"] = ["--own"]
+    if draw(st.booleans()):
+        spec["resources"] = {"limits": {"memory": draw(st.sampled_from(["1Gi", "0", 3000000000]))}}
+    if component != "master":
         spec["tieredStore"] = {"levels": draw(levels())}
+    if component != "client":
+        spec["replicas"] = draw(st.integers(0, 5))
     return spec
 
 
 @st.composite
-def templates(draw: st.DrawFn, need_port: bool) -> dict[str, Any]:
+def definitions(draw: st.DrawFn, component: str, need_port: bool, extra: list[str]) -> dict[str, Any]:
     numbers = draw(st.lists(st.integers(1, 65535), min_size=1 if need_port else 0, max_size=3, unique=True))
-    port_names = draw(
-        st.lists(st.text("abcdefgh", min_size=1, max_size=8), min_size=3, max_size=3, unique=True)
-    )
-    ports = [
-        {"containerPort": n, **({"name": port_names[i]} if draw(st.booleans()) else {})}
-        for i, n in enumerate(numbers)
-    ]
-    return {"image": "class:1", "options": draw(options), "ports": ports}
+    main: dict[str, Any] = {
+        "name": component,
+        "image": "class:1",
+        "ports": [{"containerPort": n} for n in numbers],
+    }
+    if draw(st.booleans()):
+        main["env"] = [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
+    if draw(st.booleans()):
+        main["resources"] = {"requests": {"memory": "1Gi"}, "limits": {"memory": 4000000000}}
+    spec: dict[str, Any] = {
+        "containers": [main],
+        "volumes": [{"name": "conf", "emptyDir": {}}],
+    }
+    if draw(st.booleans()):
+        spec["initContainers"] = [{"name": "init", "image": "init:1", "env": [{"name": "OWN", "value": "1"}]}]
+    definition: dict[str, Any] = {"options": draw(options), "template": {"spec": spec}}
+    if need_port or draw(st.booleans()):
+        definition["service"] = {"headless": {}}
+    dependencies: dict[str, Any] = {}
+    if draw(st.booleans()):
+        dependencies["secretMount"] = {"enabled": draw(st.booleans())}
+    mounted = draw(st.lists(st.sampled_from(extra), unique=True)) if extra else []
+    if mounted:
+        dependencies["extraResources"] = {
+            "configMaps": [{"name": name, "mountPath": f"/extra/{i}"} for i, name in enumerate(mounted)]
+        }
+    if dependencies:
+        definition["dependencies"] = dependencies
+    return definition
 
 
 @st.composite
 def inputs(draw: st.DrawFn) -> tuple[Dataset, CacheRuntime, CacheRuntimeClass, str]:
-    name = draw(_dns_label(names.MAX_DATASET_NAME_LENGTH))
+    name = draw(_dns_label(names.MAX_DATASET_NAME_LENGTH).filter(lambda n: n[0].isalpha()))
     namespace = draw(_dns_label(names.DNS_LABEL_MAX))
     fuse = draw(st.booleans())
-    topology = {
-        "master": draw(templates(need_port=fuse)),
-        "worker": draw(templates(need_port=False)),
-        **({"client": draw(templates(need_port=False))} if fuse else {}),
+    extra = draw(st.lists(_dns_label(30), max_size=2, unique=True))
+    volumes = draw(st.lists(st.sampled_from(["v1", "v2", "v3"]), unique=True))
+    topology: dict[str, Any] = {"master": draw(definitions("master", need_port=fuse, extra=extra))}
+    if fuse or draw(st.booleans()):
+        topology["worker"] = draw(definitions("worker", need_port=False, extra=extra))
+    if fuse:
+        topology["client"] = draw(definitions("client", need_port=False, extra=extra))
+    spec: dict[str, Any] = {
+        "runtimeClassName": "c",
+        "options": draw(options),
+        "volumes": [{"name": v, "emptyDir": {}} for v in volumes],
     }
-    spec: dict[str, Any] = {"runtimeClassName": "c", "options": draw(options)}
-    for component in ("master", "worker", "client"):
+    for component in names.COMPONENTS:
         if draw(st.booleans()):
-            spec[component] = draw(component_specs(caching=component != "master"))
-    if not fuse:
-        spec.setdefault("client", {})["disabled"] = True
-    elif "worker" in spec:
+            spec[component] = draw(component_specs(component, volumes))
+    if fuse and "worker" in spec:
         spec["worker"]["disabled"] = draw(st.booleans())
     file_system_type = draw(_dns_label(names.DNS_LABEL_MAX).map(str.title))
+    runtime_class = {
+        "metadata": {"name": "c"},
+        "fileSystemType": file_system_type,
+        "topology": topology,
+        "extraResources": {"configMaps": [{"name": e, "data": {"k": "v"}} for e in extra]},
+    }
     return (
         Dataset.model_validate(draw(datasets(name, namespace))),
         CacheRuntime.model_validate(
             {"metadata": {"name": name, "namespace": namespace, "uid": "u-1"}, "spec": spec}
         ),
-        CacheRuntimeClass.model_validate(
-            {"metadata": {"name": "c"}, "fileSystemType": file_system_type, "topology": topology}
-        ),
+        CacheRuntimeClass.model_validate(runtime_class),
         namespace,
     )
 
@@ -184,15 +246,48 @@ def _check_pod(pod: dict[str, Any]) -> None:
     for volume in volumes:
         assert len(volume) <= names.DNS_LABEL_MAX
         assert DNS_LABEL.fullmatch(volume), volume
-    (container,) = pod["containers"]
-    paths = [m["mountPath"] for m in container["volumeMounts"]]
-    assert len(paths) == len(set(paths))
-    assert {m["name"] for m in container["volumeMounts"]} == set(volumes)
-    env = [e["name"] for e in container["env"]]
-    assert len(env) == len(set(env))
+    for group in ("containers", "initContainers"):
+        for container in pod.get(group) or []:
+            paths = [m["mountPath"] for m in container.get("volumeMounts") or []]
+            assert len(paths) == len(set(paths))
+            assert {m["name"] for m in container.get("volumeMounts") or []} <= set(volumes)
+            env = [e["name"] for e in container.get("env") or []]
+            assert len(env) == len(set(env))
+    main = pod["containers"][0]
+    assert [e["name"] for e in main["env"][:3]] == [
+        names.ENV_DATASET_NAME,
+        names.ENV_DATASET_NAMESPACE,
+        names.ENV_RUNTIME_CONFIG_PATH,
+    ]
+    for entry in main.get("resources", {}).values():
+        for value in entry.values():
+            assert value == canonical_quantity(value)  # what the API server stores
+
+
+def _check_agrees_with_runtime_json(children: Children) -> None:
+    """runtime.json and the objects describe the same components, Services and tier paths."""
+    config = json.loads(children.configmap["data"]["runtime.json"])
+    workloads = {w["metadata"]["name"]: w for w in [*children.statefulsets, children.daemonset] if w}
+    services = {s["metadata"]["name"] for s in children.services}
+    for component in names.COMPONENTS:
+        entry = config.get(component)
+        name = f"{children.scope.name}-{component}"
+        assert (entry is not None) == (name in workloads), component
+        if entry is None:
+            continue
+        assert (entry["service"]["name"] in services) == bool(entry["service"]["name"])
+        if component != "client":
+            # runtime.json leaves a zero out, as upstream's omitempty does.
+            assert entry.get("replicas", 0) == workloads[name]["spec"]["replicas"]
+        main = workloads[name]["spec"]["template"]["spec"]["containers"][0]
+        mounted = {m["mountPath"] for m in main["volumeMounts"]}
+        for level in entry.get("tieredStoreLevels") or []:
+            if level.get("quotas"):
+                assert set(level["mountPaths"]) <= mounted
 
 
 def _check(children: Children) -> None:
+    _check_agrees_with_runtime_json(children)
     for obj in children.namespaced():
         name = obj["metadata"]["name"]
         assert len(name) <= names.DNS_LABEL_MAX, name

@@ -78,12 +78,22 @@ def test_disabling_the_client_of_a_fuse_class_makes_it_clientless() -> None:
     assert "master-addrs" not in children.pv["spec"]["csi"]["volumeAttributes"]
 
 
+MASTER_PORTS = "topology.master.template.spec.containers.0.ports"
+
+
 def test_fuse_class_without_master_port_is_refused() -> None:
-    runtime_class = with_spec(CURVINE_CLASS, "topology.master.ports", [])
+    runtime_class = with_spec(CURVINE_CLASS, MASTER_PORTS, [])
     with pytest.raises(RuntimeConfigError, match="no port for its master") as error:
         build(DATASET, FUSE_RUNTIME, runtime_class)
-    assert "topology.master.ports" in str(error.value)
+    assert "topology.master.template.spec.containers" in str(error.value)
     assert "spec.client.disabled" in str(error.value)
+
+
+def test_fuse_class_without_master_service_is_refused() -> None:
+    runtime_class = with_spec(CURVINE_CLASS, "topology.master.service", None)
+    with pytest.raises(RuntimeConfigError, match="gives the master none") as error:
+        build(DATASET, FUSE_RUNTIME, runtime_class)
+    assert "topology.master.service.headless" in str(error.value)
 
 
 def test_fuse_runtime_without_master_is_refused() -> None:
@@ -92,15 +102,23 @@ def test_fuse_runtime_without_master_is_refused() -> None:
         build(DATASET, runtime, CURVINE_CLASS)
 
 
-def test_first_master_port_is_used() -> None:
+def test_first_master_port_is_used_across_the_containers_in_order() -> None:
     ports = [{"name": "web", "containerPort": 9000}, {"name": "rpc", "containerPort": 8995}]
-    runtime_class = with_spec(CURVINE_CLASS, "topology.master.ports", ports)
+    runtime_class = with_spec(CURVINE_CLASS, MASTER_PORTS, ports)
     attributes = build(DATASET, FUSE_RUNTIME, runtime_class).pv["spec"]["csi"]["volumeAttributes"]
     assert attributes["master-addrs"] == "svc-ds1-master.team-a.svc:9000"
+    # A first container without ports: the next container's first port.
+    containers = [
+        {"name": "sidecar", "image": "s:1"},
+        {"name": "master", "image": "m:1", "ports": [{"containerPort": 7000}]},
+    ]
+    runtime_class = with_spec(CURVINE_CLASS, "topology.master.template.spec.containers", containers)
+    attributes = build(DATASET, FUSE_RUNTIME, runtime_class).pv["spec"]["csi"]["volumeAttributes"]
+    assert attributes["master-addrs"] == "svc-ds1-master.team-a.svc:7000"
 
 
 def test_clientless_class_needs_no_master_port() -> None:
-    runtime_class = with_spec(MOONCAKE_CLASS, "topology.master.ports", [])
+    runtime_class = with_spec(MOONCAKE_CLASS, MASTER_PORTS, [])
     assert build(DATASET, CLIENTLESS_RUNTIME, runtime_class).pv["spec"]["csi"]["volumeAttributes"][
         "clientless"
     ]

@@ -139,7 +139,7 @@ def test_worker_flags_follow_the_master_its_options_and_its_quota(fake_bin: str)
         master={"options": {"rpc_port": "40051"}},
         worker={
             "options": {"port": "40052"},
-            "tieredStore": {"levels": [{"medium": {"processMemory": {}}, "quota": "64Mi"}]},
+            "tieredStore": {"levels": [{"processMemory": {"quota": "64Mi"}}]},
         },
     )
     assert moved[1:3] == ["--port=40052", "--master_server_address=demo-master-0.svc-demo-master:40051"]
