@@ -61,11 +61,10 @@ def pod_template(scope: Scope, component: names.Component) -> dict[str, Any]:
     if tolerations:
         pod["tolerations"] = tolerations
     _override_first_container(scope, component, pod)
-    where = f"{scope.runtime_ref()} spec.{component}.tieredStore.levels"
     main = first(pod, "containers")
     assert main is not None
     if component != "master":
-        apply_tiered_store(pod, main, spec.tiered_levels(), where)
+        apply_tiered_store(pod, main, spec.tiered_levels())
     if component == "worker":
         apply_worker_affinity(scope, pod)
         meta["labels"] = {**(meta.get("labels") or {}), **worker_labels(scope)}

@@ -6,8 +6,8 @@ topology defines it and the runtime does not set ``disabled`` (a class without a
 runtime clientless whatever the runtime says). The runtime config applies the same rule, so
 runtime.json lists exactly the components that get workloads.
 
-Refused here, with upstream's words where upstream refuses it too:
-- a class with no component: "at least one component should be defined in runtimeClass";
+Refused here, with upstream's words where upstream refuses it too (a class with no component, and a
+bad tiered store, are refused by the runtime config's build, which runs first):
 - an enabled component whose template has no container: "component <type> must define at least
   one container";
 - a Dataset name that is not a DNS-1035 label of at most 42 characters (it names Services,
@@ -116,12 +116,7 @@ def make_scope(
 
 
 def _check_topology(scope: Scope) -> None:
-    if all(scope.runtime_class.component(c) is None for c in names.COMPONENTS):
-        raise SpecError(
-            f"{scope.class_ref()}: at least one component should be defined in runtimeClass: "
-            "add topology.master, topology.worker or topology.client",
-            INVALID_RUNTIME_CLASS,
-        )
+    # A class without any component is refused by the runtime config's build, which runs first.
     for component in names.COMPONENTS:
         definition = scope.definition(component)
         if definition is None:

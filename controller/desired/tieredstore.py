@@ -9,32 +9,27 @@
 
 A memory level's quota (processMemory, or an emptyDir of medium Memory) is added to the container's
 memory request and limit, each only when the container already has a non-zero one: a container
-without a memory limit keeps none. The paths are the ones runtime.json announces. Refused, in
-upstream's words: two processMemory levels, a level with more than one medium, a zero quota, a
-hostPath level whose paths and quotas differ in number.
+without a memory limit keeps none. The paths are the ones runtime.json announces. The levels were
+checked in upstream's words (two processMemory levels, a level with more than one medium, a zero
+quota, paths and quotas that differ in number) by the runtime config's build
+(``kubectl_fluid.runtimeconfig.tiers``), which ``make_scope`` runs before any pod is built.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from controller.desired.errors import INVALID_TIERED_STORE, SpecError
 from controller.desired.podspec import Json, add_mount, add_volume
 from kubectl_fluid.api import names
 from kubectl_fluid.api.cacheruntime import RuntimeTieredStoreLevel
 from kubectl_fluid.api.quantity import Quantity, QuantityError
 
 
-def apply_tiered_store(pod: Json, container: Json, levels: list[RuntimeTieredStoreLevel], where: str) -> None:
-    """``where`` names the levels' field (``CacheRuntime "x" spec.worker.tieredStore.levels``)."""
-    check_levels(levels, where)
+def apply_tiered_store(pod: Json, container: Json, levels: list[RuntimeTieredStoreLevel]) -> None:
+    """Levels already checked by the runtime config's build (see the module's docstring)."""
     for index, level in enumerate(levels):
         if level.process_memory is not None:
-            size = _quota(
-                level.process_memory.quota,
-                f"process memory quota cannot be zero at level index {index}",
-                where,
-            )
+            size = str(Quantity.of(level.process_memory.quota))
             _add_memory(container, size)
             _put(
                 pod,
@@ -45,11 +40,6 @@ def apply_tiered_store(pod: Json, container: Json, levels: list[RuntimeTieredSto
             )
         elif level.host_path is not None:
             host = level.host_path
-            if len(host.paths) != len(host.quotas):
-                raise SpecError(
-                    f"{where}: number of paths and quotas must be equal at level index {index}",
-                    INVALID_TIERED_STORE,
-                )
             for j, path in enumerate(host.paths):
                 source: dict[str, Any] = {"path": path}
                 if host.type:
@@ -63,11 +53,7 @@ def apply_tiered_store(pod: Json, container: Json, levels: list[RuntimeTieredSto
                 )
         elif level.empty_dir is not None:
             empty = level.empty_dir
-            size = _quota(
-                empty.quota,
-                f"emptyDir quota cannot be zero for empty dir medium source at level index {index}",
-                where,
-            )
+            size = str(Quantity.of(empty.quota))
             empty_dir: dict[str, Any] = {"sizeLimit": size}
             if empty.medium:
                 empty_dir["medium"] = empty.medium
@@ -80,32 +66,6 @@ def apply_tiered_store(pod: Json, container: Json, levels: list[RuntimeTieredSto
                 names.empty_dir_tier_mount_path(index),
                 {"emptyDir": empty_dir},
             )
-
-
-def check_levels(levels: list[RuntimeTieredStoreLevel], where: str) -> None:
-    if sum(level.process_memory is not None for level in levels) > 1:
-        raise SpecError(
-            f"{where}: RuntimeTieredStore should have only one ProcessMemoryMediumSource for all levels",
-            INVALID_TIERED_STORE,
-        )
-    for index, level in enumerate(levels):
-        media = level.media()
-        if len(media) > 1:
-            raise SpecError(
-                f"{where}: only one storage medium can be specified per level at index {index}, but "
-                f"found {len(media)} ({', '.join(media)})",
-                INVALID_TIERED_STORE,
-            )
-
-
-def _quota(value: int | str, zero: str, where: str) -> str:
-    try:
-        quota = Quantity.of(value)
-    except QuantityError as e:
-        raise SpecError(f"{where}: {e}", INVALID_TIERED_STORE) from e
-    if quota.is_zero():
-        raise SpecError(f"{where}: {zero}", INVALID_TIERED_STORE)
-    return str(quota)
 
 
 def _add_memory(container: Json, size: str) -> None:

@@ -6,8 +6,9 @@ Only the Datasets are required; a list RBAC forbids becomes ``<unknown>`` cells 
 
 Decisions: MODE comes from the rendered runtime.json (a client component present → FUSE, absent →
 Clientless), else from the CacheRuntime (``client.disabled: true`` → Clientless), else ``<unknown>``
-(whether the class defines a client decides, and the config is not rendered yet). INJECTED-PODS counts pods that carry the dataset's
-runtime-config volume, i.e. what the webhook did, not what pods asked for.
+(whether the class defines a client decides, and the config is not rendered yet). INJECTED-PODS
+counts pods that carry the dataset's runtime-config volume, i.e. what the webhook did, not what pods
+asked for.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ def test_config_show_errors(fl: Fluid, kubeconfig: Path) -> None:
             "apiVersion": names.API_VERSION,
             "kind": "Dataset",
             "metadata": {"name": "nort"},
-            "spec": {"mounts": []},
+            "spec": {},
         }
     )
     line = one_error_line(kubectl_fluid(kubeconfig, "config", "show", "ds9", "-n", fl.ns))
@@ -77,7 +77,7 @@ def test_datasets_and_explain(fl: Fluid, kubeconfig: Path) -> None:
             "apiVersion": names.API_VERSION,
             "kind": "Dataset",
             "metadata": {"name": "fuse"},
-            "spec": {"mounts": []},
+            "spec": {},
         }
     )
     eventually(lambda: fl.bound("fuse"), "Dataset fuse Bound", timeout=30)

@@ -81,7 +81,7 @@ def test_help_and_completion_through_kubectl(
         "apiVersion": names.API_VERSION,
         "kind": "Dataset",
         "metadata": {"name": "ds-complete"},
-        "spec": {"mounts": []},
+        "spec": {},
     }
     client.CustomObjectsApi(k8s).create_namespaced_custom_object(
         names.GROUP, names.VERSION, namespace, "datasets", dataset

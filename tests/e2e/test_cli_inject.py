@@ -217,7 +217,7 @@ def test_refusals_are_one_error_line_and_change_nothing(fl: Fluid, kubeconfig: P
             "apiVersion": names.API_VERSION,
             "kind": "Dataset",
             "metadata": {"name": "nort"},
-            "spec": {"mounts": []},
+            "spec": {},
         }
     )
     labels = {"app": "y"}
@@ -306,7 +306,7 @@ def test_a_dotted_dataset_name_is_refused_by_the_api_server_and_by_the_plugin(
                 "apiVersion": names.API_VERSION,
                 "kind": "Dataset",
                 "metadata": {"name": "a.b"},
-                "spec": {"mounts": []},
+                "spec": {},
             }
         )
     assert refused.value.status == 422

@@ -1,4 +1,5 @@
-"""API models: SPEC §1 defaults, Kubernetes JSON spelling, tolerance of unknown fields."""
+"""API models: upstream Fluid's v1alpha1 shapes and defaults, Kubernetes JSON spelling, core/v1
+parts kept whole, tolerance of unknown fields."""
 
 from __future__ import annotations
 
@@ -6,15 +7,21 @@ import pytest
 from pydantic import ValidationError
 
 from kubectl_fluid.api.base import kube_camel
-from kubectl_fluid.api.cacheruntime import CacheRuntime, CachingComponentSpec, ComponentSpec, Medium
+from kubectl_fluid.api.cacheruntime import CacheRuntime, CacheRuntimeMasterSpec, RuntimeTieredStoreLevel
 from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass
 from kubectl_fluid.api.dataset import Dataset, Mount
 from kubectl_fluid.api.fusemount import FuseMount
 
 
-def test_mount_path_defaults_to_slash_name() -> None:
-    assert Mount.model_validate({"name": "m1", "mountPoint": "s3://bucket"}).path == "/m1"
-    assert Mount.model_validate({"name": "m1", "mountPoint": "s3://bucket", "path": "/x"}).path == "/x"
+def test_a_mounts_path_is_its_absolute_path_else_slash_name_as_upstream_computes_it() -> None:
+    assert Mount.model_validate({"name": "m1", "mountPoint": "s3://bucket"}).dataset_path() == "/m1"
+    assert (
+        Mount.model_validate({"name": "m1", "mountPoint": "s3://bucket", "path": "/x"}).dataset_path() == "/x"
+    )
+    # Upstream ignores a relative path.
+    assert (
+        Mount.model_validate({"name": "m1", "mountPoint": "s3://bucket", "path": "x"}).dataset_path() == "/m1"
+    )
 
 
 def test_mount_point_needs_five_characters() -> None:
@@ -22,21 +29,34 @@ def test_mount_point_needs_five_characters() -> None:
         Mount(name="m", mount_point="s3:/")
 
 
-def test_access_modes_default_to_read_only_many_and_are_not_shared() -> None:
+def test_access_modes_default_to_read_only_many_without_a_crd_default() -> None:
     a = Dataset.model_validate({"metadata": {"name": "a"}, "spec": {}})
-    b = Dataset.model_validate({"metadata": {"name": "b"}, "spec": {}})
-    assert a.spec.access_modes == ["ReadOnlyMany"]
-    a.spec.access_modes.append("ReadWriteMany")
-    assert b.spec.access_modes == ["ReadOnlyMany"]
+    assert a.spec.access_modes is None  # nothing written into stored objects, as upstream
+    assert a.spec.effective_access_modes() == ["ReadOnlyMany"]
+    b = Dataset.model_validate({"metadata": {"name": "b"}, "spec": {"accessModes": ["ReadWriteMany"]}})
+    assert b.spec.effective_access_modes() == ["ReadWriteMany"]
 
 
-def test_component_replicas_default_to_one() -> None:
-    assert ComponentSpec().replicas == 1
+def test_placement_exclusive_is_the_default() -> None:
+    for placement, exclusive in ((None, True), ("", True), ("Exclusive", True), ("Shared", False)):
+        spec = {"placement": placement} if placement is not None else {}
+        assert Dataset.model_validate({"spec": spec}).spec.is_exclusive() is exclusive
     with pytest.raises(ValidationError):
-        ComponentSpec(replicas=-1)
+        Dataset.model_validate({"spec": {"placement": "Sometimes"}})
 
 
-def test_kubernetes_json_round_trips_in_camel_case() -> None:
+def test_component_replicas_default_to_one_and_are_not_negative() -> None:
+    assert CacheRuntimeMasterSpec().replicas == 1
+    with pytest.raises(ValidationError):
+        CacheRuntimeMasterSpec(replicas=-1)
+    runtime = CacheRuntime.model_validate({"spec": {"runtimeClassName": "x"}})
+    # Components are structs, as upstream has them: absent means empty, not missing.
+    assert runtime.spec.master.replicas == 1
+    assert runtime.spec.worker.replicas == 1
+    assert runtime.spec.client.clean_policy == "OnRuntimeDeleted"
+
+
+def test_kubernetes_json_round_trips_in_camel_case_with_core_parts_whole() -> None:
     obj = {
         "apiVersion": "data.fluid.io/v1alpha1",
         "kind": "CacheRuntime",
@@ -45,45 +65,57 @@ def test_kubernetes_json_round_trips_in_camel_case() -> None:
             "runtimeClassName": "mooncake",
             "options": {"a": "1"},
             "worker": {
+                "runtimeVersion": {"image": "m", "imageTag": "1", "imagePullPolicy": "Always"},
                 "nodeSelector": {"k": "v"},
                 "env": [{"name": "X", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
-                "resources": {"limits": {"memory": "1Gi"}},
+                "resources": {"limits": {"memory": "1Gi"}, "claims": [{"name": "gpu"}]},
                 "tolerations": [{"operator": "Exists"}],
-                "tieredStore": {"levels": [{"medium": {"emptyDir": {"medium": "Memory"}}, "quota": "1Gi"}]},
+                "volumeMounts": [{"name": "v", "mountPath": "/v", "subPathExpr": "$(POD)"}],
+                "tieredStore": {
+                    "levels": [{"emptyDir": {"quota": "1Gi", "medium": "Memory"}, "high": "0.9"}]
+                },
             },
             "client": {"disabled": True},
+            "volumes": [{"name": "v", "csi": {"driver": "x", "volumeAttributes": {"a": "b"}}}],
         },
         "status": {
-            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2024-01-01T00:00:00Z"}]
+            "valueFile": "fluid-runtime-config-ds1",
+            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2024-01-01T00:00:00Z"}],
+            "master": {"phase": "Ready", "readyReplicas": 1},
         },
     }
     runtime = CacheRuntime.model_validate(obj)
     assert runtime.metadata.resource_version == "7"
-    assert runtime.spec.runtime_class_name == "mooncake"
     worker = runtime.spec.worker
-    assert isinstance(worker, CachingComponentSpec)
-    assert worker.tiered_store is not None
-    assert worker.tiered_store.levels[0].medium.empty_dir is not None
-    assert runtime.spec.client is not None
+    assert worker.runtime_version is not None
+    assert worker.runtime_version.reference() == "m:1"
+    level = worker.tiered_levels()[0]
+    assert level.empty_dir is not None
+    assert level.empty_dir.medium == "Memory"
     assert runtime.spec.client.disabled
     dumped = runtime.to_kube()
-    assert dumped["spec"]["worker"]["env"] == obj["spec"]["worker"]["env"]  # type: ignore[index]
-    assert dumped["spec"]["worker"]["nodeSelector"] == {"k": "v"}
-    assert dumped["status"]["conditions"][0]["lastTransitionTime"] == "2024-01-01T00:00:00Z"
+    for field in ("env", "resources", "volumeMounts", "nodeSelector"):
+        assert dumped["spec"]["worker"][field] == obj["spec"]["worker"][field]  # type: ignore[index]
+    assert dumped["spec"]["volumes"] == obj["spec"]["volumes"]  # type: ignore[index]
+    assert dumped["status"]["master"] == {"phase": "Ready", "readyReplicas": 1}
     assert "managedFields" not in dumped["metadata"]  # unknown fields are tolerated, not kept
+
+
+def test_quantities_are_integers_or_strings() -> None:
+    level = RuntimeTieredStoreLevel.model_validate({"processMemory": {"quota": 1073741824}})
+    assert level.process_memory is not None
+    assert level.process_memory.quota == 1073741824
+    level = RuntimeTieredStoreLevel.model_validate(
+        {"hostPath": {"paths": ["/a", "/b"], "quotas": ["1Gi", 2]}}
+    )
+    assert level.media() == ["hostPath"]
+    with pytest.raises(ValidationError):
+        RuntimeTieredStoreLevel.model_validate({"hostPath": {"paths": [], "quotas": []}})
 
 
 def test_python_names_are_accepted_too() -> None:
     mount = Mount(name="m", mount_point="hdfs://x", read_only=True)
-    assert mount.to_kube() == {
-        "mountPoint": "hdfs://x",
-        "name": "m",
-        "path": "/m",
-        "options": {},
-        "encryptOptions": [],
-        "readOnly": True,
-        "shared": False,
-    }
+    assert mount.to_kube() == {"mountPoint": "hdfs://x", "name": "m", "readOnly": True}
 
 
 def test_initialisms_follow_kubernetes_spelling() -> None:
@@ -117,23 +149,34 @@ def test_initialisms_follow_kubernetes_spelling() -> None:
     assert fm.to_kube()["status"]["volumes"][0]["volumeID"] == "v"
 
 
-def test_medium_needs_exactly_one_kind() -> None:
-    Medium.model_validate({"processMemory": {}})
-    for bad in ({}, {"processMemory": {}, "hostPath": {"path": "/x"}}):
-        with pytest.raises(ValidationError, match="exactly one"):
-            Medium.model_validate(bad)
-
-
-def test_runtime_class_fields_sit_at_the_top_level() -> None:
+def test_runtime_class_fields_sit_at_the_top_level_with_upstreams_topology() -> None:
     crc = CacheRuntimeClass.model_validate(
         {
             "metadata": {"name": "mooncake"},
-            "fileSystemType": "mooncake",
+            "fileSystemType": "mooncakefs",
             "topology": {
-                "master": {"image": "m:1", "options": {"a": "b"}, "ports": [{"containerPort": 50051}]}
+                "master": {
+                    "options": {"a": "b"},
+                    "service": {"headless": {}},
+                    "executionEntries": {"mountUFS": {"command": ["sh", "-c", "true"], "timeout": 30}},
+                    "template": {"spec": {"containers": [{"name": "m", "image": "m:1"}]}},
+                },
+                "worker": {"template": {"spec": {"containers": [{"name": "w"}]}}},
             },
+            "extraResources": {"configMaps": [{"name": "conf", "data": {"a.toml": "x"}}]},
+            "dataOperationSpecs": [{"name": "DataLoad", "command": ["load"]}],
         }
     )
-    assert crc.topology.master is not None
-    assert crc.topology.master.ports[0].protocol == "TCP"
-    assert crc.topology.component("client") is None
+    master = crc.component("master")
+    assert master is not None
+    assert master.has_service()
+    assert master.execution_entries is not None
+    assert master.execution_entries.mount_ufs is not None
+    assert master.to_kube()["executionEntries"] == {
+        "mountUFS": {"command": ["sh", "-c", "true"], "timeout": 30}
+    }
+    worker = crc.component("worker")
+    assert worker is not None
+    assert not worker.has_service()
+    assert crc.component("client") is None
+    assert CacheRuntimeClass.model_validate({"fileSystemType": "x"}).component("master") is None

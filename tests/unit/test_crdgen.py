@@ -59,10 +59,19 @@ def _schemas() -> Iterator[tuple[str, dict[str, Any]]]:
             yield name, version["schema"]["openAPIV3Schema"]
 
 
+INT_OR_STRING = [{"type": "integer"}, {"type": "string"}]
+
+
 def test_schemas_are_structural() -> None:
     for name, schema in _schemas():
         for path, node in _nodes(schema):
             where = f"{name}{path}"
+            if node.get("x-kubernetes-int-or-string"):
+                # The one typeless node Kubernetes allows: an int-or-string, its anyOf exactly this.
+                assert node["anyOf"] == INT_OR_STRING, where
+                assert not (FORBIDDEN - {"anyOf"}) & node.keys(), where
+                assert "type" not in node, where
+                continue
             assert "type" in node, where
             assert not FORBIDDEN & node.keys(), where
             assert not ("properties" in node and "additionalProperties" in node), where
@@ -79,7 +88,19 @@ def test_open_objects_are_only_the_core_v1_passthroughs() -> None:
         for path, node in _nodes(schema)
         if node.get("x-kubernetes-preserve-unknown-fields")
     }
-    assert open_fields == {"env", "resources", "tolerations"}
+    # Upstream embeds these core/v1 types; here they are kept whole for the API server to check
+    # when the workload built from them is written (kubectl_fluid/api/kubetypes.py says why).
+    assert open_fields == {
+        "env",
+        "resources",
+        "tolerations",
+        "volumeMounts",
+        "volumes",
+        "imagePullSecrets",
+        "template",
+        "cacheAffinity",
+        "required",  # Dataset spec.nodeAffinity.required, a NodeSelector
+    }
 
 
 def test_dataset_crd_limits_names_and_says_why() -> None:
@@ -98,10 +119,25 @@ def test_dataset_crd_limits_names_and_says_why() -> None:
     for name in ("ds1", "a", "a-b", "a.b", "1a", "a-", "A", "a_b", "ab9"):
         assert (re.search(pattern, name) is not None) == (names.dataset_name_error(name) is None), name
     assert version["subresources"] == {"status": {}}
-    assert [c["name"] for c in version["additionalPrinterColumns"]] == ["Phase", "Age"]
+    # Upstream's columns, so `kubectl get dataset` reads as with Fluid.
+    assert [c["name"] for c in version["additionalPrinterColumns"]] == [
+        "Ufs Total Size",
+        "Cached",
+        "Cache Capacity",
+        "Cached Percentage",
+        "Phase",
+        "HCFS URL",
+        "TOTAL FILES",
+        "CACHE HIT RATIO",
+        "Age",
+    ]
     spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
-    assert spec["accessModes"]["default"] == ["ReadOnlyMany"]
+    # As upstream: no default written into stored objects (the runtime config defaults it), and
+    # mounts, when given, are not empty.
+    assert "default" not in spec["accessModes"]
+    assert spec["mounts"]["minItems"] == 1
     assert spec["mounts"]["items"]["properties"]["mountPoint"]["minLength"] == 5
+    assert spec["placement"]["enum"] == ["Exclusive", "Shared", ""]
 
 
 def test_crd_names_scopes_and_columns() -> None:

@@ -3,74 +3,21 @@ the same inputs give the facts upstream's code showed."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from controller.desired.scope import make_scope
 from controller.desired.workloads import client_daemonset, statefulset
-from tests.unit.desired_samples import main_container, models, pod, secret_option
+from tests.unit.desired_samples import main_container, models, pod
+from tests.unit.upstream_samples import EDGE_DATASET, EDGE_RUNTIME
 
-LONG = "a-very-long-secret-name-that-goes-beyond-the-dns-label-limit-xyz"
-DATASET: dict[str, Any] = {
-    "metadata": {"name": "edge", "namespace": "ns1"},
-    "spec": {
-        "sharedOptions": {"shared": "s", "k": "shared-k"},
-        "sharedEncryptOptions": [secret_option("token", LONG, "tok")],
-        "mounts": [
-            {
-                "name": "m1",
-                "mountPoint": "s3://b1",
-                "path": "relative/path",
-                "readOnly": True,
-                "shared": True,
-                "options": {"k": "mount-k", "amp": "a&b<c>"},
-                "encryptOptions": [secret_option("token", "s2", "t2")],
-            },
-            {
-                "name": "local",
-                "mountPoint": "local:///host/data",
-                "path": "/abs",
-                "encryptOptions": [secret_option("x", "s3", "k3")],
-            },
-        ],
-    },
-}
-RUNTIME: dict[str, Any] = {
-    "metadata": {"name": "edge", "namespace": "ns1", "uid": "rt-uid"},
-    "spec": {
-        "runtimeClassName": "edge",
-        "options": {"o": "runtime", "p": "runtime"},
-        "podMetadata": {"labels": {"top": "ignored"}},
-        "master": {
-            "replicas": 3,
-            "options": {"p": "master"},
-            "runtimeVersion": {"image": "img", "imageTag": "v2", "imagePullPolicy": "Always"},
-            "args": ["x"],
-            "resources": {"limits": {"memory": "1Gi"}},
-            "env": [{"name": "USER_ENV", "value": "u"}],
-            "podMetadata": {"labels": {"mine": "yes"}},
-        },
-        "worker": {
-            "replicas": 2,
-            "resources": {"requests": {"memory": "2Gi"}, "limits": {"memory": "4Gi"}},
-            "volumeMounts": [{"name": "extra", "mountPath": "/extra"}],
-            "tieredStore": {
-                "levels": [
-                    {"processMemory": {"quota": "1024Mi"}, "high": "0.9"},
-                    {
-                        "hostPath": {
-                            "paths": ["/d1", "/d2"],
-                            "quotas": ["0.5Gi", 2000000000],
-                            "type": "DirectoryOrCreate",
-                        }
-                    },
-                    {"emptyDir": {"quota": "1500Mi", "medium": "Memory"}, "low": "0.1"},
-                ]
-            },
-        },
-        "client": {"tolerations": [{"key": "t", "operator": "Exists"}]},
-        "volumes": [{"name": "extra", "emptyDir": {}}, {"name": "unused", "emptyDir": {}}],
-    },
-}
+# The runtime config's tests share these inputs; the workloads' view adds pod metadata and a uid
+# (only an object read back from the API server has one).
+DATASET: dict[str, Any] = EDGE_DATASET
+RUNTIME: dict[str, Any] = copy.deepcopy(EDGE_RUNTIME)
+RUNTIME["metadata"]["uid"] = "rt-uid"
+RUNTIME["spec"]["podMetadata"] = {"labels": {"top": "ignored"}}
+RUNTIME["spec"]["master"]["podMetadata"] = {"labels": {"mine": "yes"}}
 
 
 def template(name: str, **spec: Any) -> dict[str, Any]:

@@ -139,8 +139,7 @@ def test_no_levels_no_tier_volumes() -> None:
 def test_upstreams_refusals(levels: list[dict[str, Any]], message: str) -> None:
     with pytest.raises(RuntimeConfigError) as error:
         worker(levels)
-    # The runtime config checks the levels too (h-rtconfig), in upstream's words and with the same
-    # reason: whichever speaks first names the field.
+    # The runtime config's build checks the levels, before any pod is built.
     assert message in str(error.value)
     assert LEVELS in str(error.value)
     assert error.value.reason == "InvalidTieredStore"
