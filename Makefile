@@ -40,10 +40,10 @@ csi-stubs: $(STAMP)
 venv: $(STAMP) $(CSI_STUBS)
 
 # Go-built kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok, csi-sanity,
-# cached by version under $${KUBECTL_FLUID_CACHE:-~/.cache/kubectl-fluid}. Skipped when KUBECONFIG
-# names an existing cluster (kind, or any other).
+# cached by version under $${KUBECTL_FLUID_CACHE:-~/.cache/kubectl-fluid}; only the packaging tools
+# (helm, krew) when KUBECONFIG names an existing cluster (kind, or any other).
 bins:
-	@if [ -z "$$KUBECONFIG" ]; then bash hack/build-bins.sh >/dev/null; fi
+	@if [ -z "$$KUBECONFIG" ]; then bash hack/build-bins.sh >/dev/null; else bash hack/build-bins.sh tools; fi
 
 up: prereqs venv
 	$(BIN)/python hack/localcluster.py up --fluid --state-dir $(STATE)
