@@ -29,6 +29,7 @@ VERBS = {
     "mounts": "kubectl_fluid.cli.mounts",
     "datasets": "kubectl_fluid.cli.datasets",
     "explain": "kubectl_fluid.cli.explain",
+    "version": "kubectl_fluid.cli.version",
 }
 
 

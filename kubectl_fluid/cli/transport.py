@@ -21,13 +21,14 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+from kubectl_fluid import __version__
 from kubectl_fluid.cli.errors import ApiError, CliError, Unreachable
 from kubectl_fluid.cli.kubeconfig import Access, Credentials
 from kubectl_fluid.cli.proxy import proxy_for
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
-USER_AGENT = "kubectl-fluid/0.1.0"
+USER_AGENT = f"kubectl-fluid/{__version__}"
 
 
 class Api:
