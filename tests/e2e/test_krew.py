@@ -10,7 +10,6 @@ import functools
 import http.server
 import os
 import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from kubernetes import client
 
 from tests.e2e.fluid import kubectl_binary
 from tests.e2e.plugin_checks import check_installed_plugin
+from tests.serving import serving
 from tests.tools import BUILT_BY, krew_dir
 
 pytestmark = pytest.mark.skipif(krew_dir() is None, reason=f"krew is {BUILT_BY}")
@@ -30,14 +30,8 @@ def served(archive: Path) -> Iterator[str]:
     """The archive's URL on a loopback HTTP server."""
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(archive.parent))
     handler.log_message = lambda *a: None  # type: ignore[attr-defined]
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/{archive.name}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)) as port:
+        yield f"http://127.0.0.1:{port}/{archive.name}"
 
 
 def krew_env(root: Path) -> dict[str, str]:
