@@ -193,18 +193,24 @@ class Api:
             creds = self.access.credentials
             if creds.exec_config:
                 creds = self._exec_credentials()
-            token = creds.token
+            # client-go: a tokenFile's content wins over a token beside it.
+            token, where = creds.token, "the kubeconfig's token"
+            if creds.token_file:
+                try:
+                    with open(creds.token_file) as f:
+                        token, where = f.read().strip() or token, f"tokenFile {creds.token_file}"
+                except OSError as e:
+                    raise CliError(f"cannot read tokenFile {creds.token_file}: {e.strerror}") from None
             if not token and creds.auth_provider is not None:
                 from kubectl_fluid.cli import oidc
 
-                token = oidc.token(creds.auth_provider)
-            if not token and creds.token_file:
-                try:
-                    with open(creds.token_file) as f:
-                        token = f.read().strip()
-                except OSError as e:
-                    raise CliError(f"cannot read tokenFile {creds.token_file}: {e.strerror}") from None
+                token, where = oidc.token(creds.auth_provider), "the oidc auth-provider"
             if token:
+                if any(ord(c) < 0x20 or ord(c) == 0x7F for c in token):
+                    raise CliError(
+                        f"the bearer token from {where} holds a line break or control character: "
+                        "it must be the token alone"
+                    )
                 self._auth = f"Bearer {token}"
             elif creds.username and creds.password:
                 self._auth = _basic(f"{creds.username}:{creds.password}")

@@ -59,6 +59,19 @@ def test_token_file_is_read(server: Server, tmp_path: Path) -> None:
     with Api(access(server, token_file=str(tmp_path / "token"))) as api:
         api.request("GET", "/x/y")
     assert server.requests[0]["auth"] == "Bearer from-file"
+    # Beside a token, the file wins (client-go: its last read value takes precedence).
+    with Api(access(server, token="inline", token_file=str(tmp_path / "token"))) as api:
+        api.request("GET", "/x/y")
+    assert server.requests[1]["auth"] == "Bearer from-file"
+
+
+def test_a_token_that_is_not_one_line_is_said_to_be_so(server: Server, tmp_path: Path) -> None:
+    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\nusers: []\n")
+    with (
+        Api(access(server, token_file=str(tmp_path / "kubeconfig"))) as api,
+        pytest.raises(CliError, match=r"the bearer token from tokenFile .*kubeconfig holds a line break"),
+    ):
+        api.request("GET", "/x")
 
 
 def test_missing_object_is_none_but_a_missing_kind_raises(server: Server) -> None:
