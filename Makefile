@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 STATE ?= .dev
 
-.PHONY: help prereqs venv csi-stubs bins up down status demo test unit e2e lint crds bench clean
+.PHONY: help prereqs venv csi-stubs bins up down status demo test unit e2e lint crds bench krew clean
 
 help:
 	@echo "make demo    start the local cluster and walk through both data paths with real traffic"
@@ -16,6 +16,7 @@ help:
 	@echo "make bench   figures and ratios, printed side by side"
 	@echo "make lint    ruff + mypy + CRDs in step with the models"
 	@echo "make crds    regenerate manifests/crds from kubectl_fluid/api"
+	@echo "make krew    the plugin's krew archive in dist/, and plugins/fluid.yaml naming its sha256"
 
 # Debian packages, Python, Go, root and /dev/fuse, checked (or installed, as root) in a second before
 # anything is built: a missing one is one line now, not a failure twenty minutes in.
@@ -40,10 +41,10 @@ csi-stubs: $(STAMP)
 venv: $(STAMP) $(CSI_STUBS)
 
 # Go-built kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok, csi-sanity,
-# cached by version under $${KUBECTL_FLUID_CACHE:-~/.cache/kubectl-fluid}. Skipped when KUBECONFIG
-# names an existing cluster (kind, or any other).
+# cached by version under $${KUBECTL_FLUID_CACHE:-~/.cache/kubectl-fluid}; only the packaging tools
+# (helm, krew) when KUBECONFIG names an existing cluster (kind, or any other).
 bins:
-	@if [ -z "$$KUBECONFIG" ]; then bash hack/build-bins.sh >/dev/null; fi
+	@if [ -z "$$KUBECONFIG" ]; then bash hack/build-bins.sh >/dev/null; else bash hack/build-bins.sh tools; fi
 
 up: prereqs venv
 	$(BIN)/python hack/localcluster.py up --fluid --state-dir $(STATE)
@@ -89,6 +90,12 @@ test: prereqs venv bins lint
 
 bench: prereqs venv bins
 	$(BIN)/python -m tests.bench
+
+# A release of the plugin for krew: the archive (reproducible: the same tree, the same sha256) and the
+# manifest that describes it. Upload the archive where plugins/fluid.yaml's uri points.
+krew: venv
+	$(BIN)/python hack/krew.py archive --out dist
+	$(BIN)/python hack/krew.py manifest --write --archive dist/kubectl-fluid_v$$($(BIN)/python -c 'import kubectl_fluid; print(kubectl_fluid.__version__)').tar.gz
 
 clean: down
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -93,6 +93,41 @@ build_provisioner() {
   finish "$out.tmp" "$out"
 }
 
+build_helm() {
+  local out; out=$(dest helm "$HELM_VERSION")
+  have helm "$HELM_VERSION" helm && { say "helm $HELM_VERSION: cached"; return; }
+  say "helm $HELM_VERSION: building"
+  # As helm's Makefile stamps it: its own version, and the Kubernetes version `helm template` and
+  # `helm lint` assume (.Capabilities.KubeVersion) from the client-go it is built with; unstamped,
+  # that would be v1.20 and charts needing a newer Kubernetes would not render.
+  local d="$SCRATCH/dl"; mkdir -p "$d"; cd "$d"; [ -f go.mod ] || go mod init local.build/dl >/dev/null 2>&1
+  local minor; minor=$(sed -nE 's#^[[:space:]]*k8s\.io/client-go v0\.([0-9]+)\..*#\1#p' \
+    "$(go mod download -json "helm.sh/helm/v3@$HELM_VERSION" | field GoMod)")
+  local v=helm.sh/helm/v3/internal/version p ld="-s -w"
+  ld="$ld -X $v.version=$HELM_VERSION -X $v.gitCommit=go-module-build -X $v.gitTreeState=clean"
+  for p in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+    ld="$ld -X $p.k8sVersionMajor=1 -X $p.k8sVersionMinor=$minor"
+  done
+  rm -rf "$out.tmp"; mkdir -p "$out.tmp"
+  GOBIN="$out.tmp" timed go install -trimpath -ldflags "$ld" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  finish "$out.tmp" "$out"
+}
+
+build_krew() {
+  # krew itself (kubectl-krew, the name kubectl finds plugins by) and krew-index's manifest validator.
+  local out; out=$(dest krew "$KREW_VERSION")
+  have krew "$KREW_VERSION" validate-krew-manifest && have krew "$KREW_VERSION" kubectl-krew \
+    && { say "krew $KREW_VERSION: cached"; return; }
+  say "krew $KREW_VERSION: building"
+  local v=sigs.k8s.io/krew/internal/version
+  rm -rf "$out.tmp"; mkdir -p "$out.tmp"
+  GOBIN="$out.tmp" timed go install -trimpath -tags netgo \
+    -ldflags "-s -w -X $v.gitTag=$KREW_VERSION -X $v.gitCommit=go-module-build" \
+    "sigs.k8s.io/krew/cmd/krew@$KREW_VERSION" "sigs.k8s.io/krew/cmd/validate-krew-manifest@$KREW_VERSION"
+  mv "$out.tmp/krew" "$out.tmp/kubectl-krew"
+  finish "$out.tmp" "$out"
+}
+
 kwok_stages() {
   # kwok needs Stage objects to move pods and nodes; the upstream "fast" stages ship in its module.
   local out; out=$(dest kwok "$KWOK_VERSION")
@@ -108,6 +143,10 @@ kwok_stages() {
 
 mkdir -p "$CACHE" "$SCRATCH"
 t0=$SECONDS
+build_helm
+build_krew
+# `build-bins.sh tools`: the packaging tools alone, for a suite run against a cluster KUBECONFIG names.
+if [ "${1:-}" = tools ]; then say "tools ready in $((SECONDS - t0))s"; exit 0; fi
 build_installable kwok "$KWOK_VERSION" kwok sigs.k8s.io/kwok/cmd/kwok
 kwok_stages
 build_installable csi-test "$CSI_TEST_VERSION" csi-sanity github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity

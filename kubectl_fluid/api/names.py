@@ -136,6 +136,11 @@ LABEL_APP_NAME: Final = "app.kubernetes.io/name"
 LABEL_APP_INSTANCE: Final = "app.kubernetes.io/instance"
 LABEL_APP_COMPONENT: Final = "app.kubernetes.io/component"
 LABEL_APP_MANAGED_BY: Final = "app.kubernetes.io/managed-by"
+# The product's own workloads (manifests/, the Helm chart): part-of selects them, version (set by the
+# chart) names the release they came from.
+LABEL_APP_PART_OF: Final = "app.kubernetes.io/part-of"
+PART_OF: Final = "fluid"
+LABEL_APP_VERSION: Final = "app.kubernetes.io/version"
 # The controller is both the field manager of its writes and the manager its labels name.
 MANAGED_BY: Final = CONTROLLER_FIELD_MANAGER
 # Upstream's labels of a runtime's workloads, Services and pods; the workloads select on them.

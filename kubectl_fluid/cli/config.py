@@ -75,6 +75,13 @@ def show(dataset: str, fmt: str | None, env: bool, settings: Settings) -> None:
 
     -o json is --format json; -o yaml prints runtime.json as YAML. With --env, -o json|yaml
     prints the env entries as they appear in a container spec.
+
+    runtime.sh is printed byte for byte as the controller stored it in ConfigMap
+    fluid-runtime-config-DATASET, which pods labelled fluid.io/inject=true see at
+    /etc/fluid/config/DATASET/runtime.sh. A dataset that does not exist, or whose config is not
+    rendered yet, is an error saying which.
+
+    Needs: get on the Dataset and on ConfigMaps in the namespace (-n, else the context's).
     """
     from kubectl_fluid.api import names
     from kubectl_fluid.cli.output import dump, write

@@ -153,6 +153,17 @@ def datasets(settings: Settings) -> None:
 
     Runtime class, clientless or FUSE, phase, runtime config readiness, and the number of pods
     that carry its runtime config.
+
+    \b
+    RUNTIMECLASS   spec.runtimeClassName of the dataset's CacheRuntime
+    MODE           Clientless (no FUSE client: inject the runtime config) or FUSE
+    PHASE          the Dataset's status.phase (Bound once its runtime is set up)
+    CONFIG-READY   whether ConfigMap fluid-runtime-config-NAME holds runtime.sh
+    INJECTED-PODS  pods that carry the dataset's runtime config (what the webhook did)
+    -o wide adds MOUNTPOINTS and CONFIG-PROBLEM (why CONFIG-READY is false).
+
+    Only the Datasets are required: a list RBAC forbids (CacheRuntimes, ConfigMaps, Pods) turns
+    its columns into <unknown>, with a warning naming it.
     """
     from kubectl_fluid.api import names
     from kubectl_fluid.cli.output import as_list, dump, nothing_found, write

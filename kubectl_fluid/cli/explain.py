@@ -45,6 +45,16 @@ def explain(pod: tuple[str, ...], settings: Settings) -> None:
 
     POD is pod/NAME (or NAME). Reads the pod, its PVCs, its controller, the webhook configuration
     and the datasets it names.
+
+    \b
+    Pod:        namespace/name
+    Injected:   yes: the datasets whose runtime config it carries, or no
+    Requested:  the datasets its annotation fluid.io/dataset names
+    From PVCs:  datasets of the Fluid PVCs it mounts
+    Owner:      the workload to inject (its Deployment, not its ReplicaSet)
+    Why not:    each reason, with what to do (a missing label, a dataset not ready,
+                a namespace the webhook skips, no webhook configuration...)
+    What RBAC forbids reading is left out of the judgement, and said.
     """
     from kubectl_fluid.cli.diagnosis import describe, diagnose
     from kubectl_fluid.cli.output import dump, write

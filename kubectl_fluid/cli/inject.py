@@ -108,6 +108,13 @@ def inject(
 
     With --fuse the template gets the label fuse.serverful.fluid.io/inject=true instead, and the
     webhook sets mountPropagation HostToContainer on the mounts of Fluid PVCs in every new pod.
+
+    Checked first, so a patch never leaves pods the webhook would refuse: each dataset exists in
+    the workload's namespace and its runtime config is ready (the webhook's own words when not),
+    the webhook's namespaceSelector does not exclude the namespace, and with --fuse the template
+    mounts a Fluid PVC. The patch is a merge patch guarded by the object's resourceVersion, retried
+    on a conflict; it prints what changed ("(no change)" when nothing did). A bare Pod is refused:
+    its spec is immutable, inject what creates it.
     """
     from kubectl_fluid.cli.workloads import parse_target
 

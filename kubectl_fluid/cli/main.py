@@ -29,6 +29,7 @@ VERBS = {
     "mounts": "kubectl_fluid.cli.mounts",
     "datasets": "kubectl_fluid.cli.datasets",
     "explain": "kubectl_fluid.cli.explain",
+    "version": "kubectl_fluid.cli.version",
 }
 
 
@@ -56,7 +57,23 @@ class Verbs(click.Group):
 @connection_options
 def cli(**_: object) -> None:
     """Fluid dataset caches from kubectl: inject datasets' runtime config into workloads, read it,
-    and see the shared FUSE mounts of the CSI driver."""
+    and see the shared FUSE mounts of the CSI driver.
+
+    \b
+    Start with:
+      kubectl fluid version          what is installed, and where
+      kubectl fluid datasets -A      which datasets pods can use
+      kubectl fluid inject deploy/app --dataset ds1
+
+    The cluster and the user come from the kubeconfig, read as kubectl reads it (--kubeconfig, else
+    every file of KUBECONFIG, else ~/.kube/config, else the pod's service account): certificates,
+    tokens, tokenFile, exec plugins, the oidc auth-provider, impersonation (as, as-groups), and
+    proxy-url or HTTPS_PROXY/NO_PROXY (http, https and socks5 proxies). A field it does not know is
+    a warning, never silently dropped.
+
+    Errors are one "error: ..." line on stderr and exit status 1; set KUBECTL_FLUID_DEBUG=1 for a
+    traceback of an unexpected one. Shell completion comes through kubectl
+    (kubectl_complete-fluid on PATH)."""
 
 
 def normalize_args(args: Sequence[str]) -> list[str]:

@@ -90,7 +90,17 @@ def mounts(node: str | None, settings: Settings) -> None:
 
     One row per node and mount key, with its reference count (staged volumes) and phase.
 
+    \b
+    NODE          the node the CSI node service runs on
+    MOUNT-KEY     the first 16 characters of the mount key (master-addrs + fs-path + tuning)
+    MASTER-ADDRS  the Curvine masters; FS-PATH the path of the filesystem mounted
+    MODE          embedded (FUSE in the node service) or standalone (a FUSE pod)
+    REFS          volumes staged on it; at 0 the FUSE mount is taken down
+    PHASE         Mounting, Ready, Broken (remounted by the node service) or Unmounting
+    -o wide adds VOLUMES (their IDs), TARGETS (bind mounts into pods) and PODS.
+
     FuseMount objects are cluster-scoped: -n and -A are accepted and change nothing.
+    Needs: list on fusemounts.data.fluid.io (and, for -o wide, list on pods).
     """
     from kubectl_fluid.api import names
     from kubectl_fluid.cli.output import as_list, dump, nothing_found, write

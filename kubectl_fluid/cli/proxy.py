@@ -4,9 +4,9 @@ environment's ``HTTPS_PROXY``/``HTTP_PROXY`` minus ``NO_PROXY``, decided as clie
 client-go takes ``proxy-url`` for every request of that cluster, loopback included; without it,
 ``http.ProxyFromEnvironment`` picks the variable by the server's scheme, never proxies ``localhost``
 or a loopback address, and skips hosts ``NO_PROXY`` lists (``*``, IPs, CIDRs, domains with or
-without a leading dot, each optionally with a port). Only ``http://`` proxies are served (a CONNECT
-tunnel for HTTPS servers); an ``https://`` or ``socks5://`` proxy is refused in one line rather than
-silently bypassed.
+without a leading dot, each optionally with a port). The schemes Go's transport serves are served
+(``http``, ``https``, ``socks5``, ``socks5h``; ``kubectl_fluid.cli.dial`` connects through them);
+any other is refused in one line rather than silently bypassed.
 """
 
 from __future__ import annotations
@@ -18,13 +18,17 @@ from urllib.parse import unquote, urlsplit
 
 from kubectl_fluid.cli.errors import CliError
 
+# Each scheme Go's net/http transport dials, and its default port.
+SCHEMES = {"http": 80, "https": 443, "socks5": 1080, "socks5h": 1080}
+
 
 @dataclass(frozen=True)
 class Proxy:
     host: str
     port: int
-    # ``user:password`` of the proxy URL, for ``Proxy-Authorization: Basic``.
+    # ``user:password`` of the proxy URL, for ``Proxy-Authorization: Basic`` or SOCKS5's login.
     userinfo: str | None = None
+    scheme: str = "http"
 
 
 def _env(env: Mapping[str, str], name: str) -> str:
@@ -34,13 +38,13 @@ def _env(env: Mapping[str, str], name: str) -> str:
 def parse_proxy(url: str, source: str) -> Proxy:
     # Go's httpproxy reads a scheme-less value (``proxy:3128``) as http.
     split = urlsplit(url if "://" in url else f"http://{url}")
-    if split.scheme != "http":
+    if split.scheme not in SCHEMES:
         raise CliError(
-            f"proxy {url!r} ({source}) is a {split.scheme}:// proxy; kubectl fluid supports http:// "
-            "proxies only: use an http:// proxy, or unset it for this command"
+            f"proxy {url!r} ({source}) is a {split.scheme}:// proxy, which neither kubectl nor kubectl "
+            f"fluid can use: use one of {', '.join(f'{s}://' for s in SCHEMES)}, or unset it for this command"
         )
     try:
-        port = split.port or 80
+        port = split.port or SCHEMES[split.scheme]
     except ValueError:
         raise CliError(f"proxy {url!r} ({source}) has an invalid port") from None
     if not split.hostname:
@@ -48,7 +52,7 @@ def parse_proxy(url: str, source: str) -> Proxy:
     userinfo = None
     if split.username is not None:
         userinfo = f"{unquote(split.username)}:{unquote(split.password or '')}"
-    return Proxy(split.hostname, port, userinfo)
+    return Proxy(split.hostname, port, userinfo, split.scheme)
 
 
 def _no_proxy_matches(entry: str, host: str, port: int) -> bool:

@@ -61,6 +61,11 @@ class Settings:
         from kubectl_fluid.cli import kubeconfig, transport
 
         access = kubeconfig.load(self.kubeconfig, self.context)
+        if access.warnings:
+            from kubectl_fluid.cli.output import warn
+
+            for warning in access.warnings:
+                warn(warning)
         return Session(
             transport.Api(access, self.request_timeout), self.namespace or access.namespace, access
         )

@@ -17,17 +17,19 @@ import os
 import socket
 import ssl
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+from kubectl_fluid import __version__
+from kubectl_fluid.cli import dial
 from kubectl_fluid.cli.errors import ApiError, CliError, Unreachable
 from kubectl_fluid.cli.kubeconfig import Access, Credentials
 from kubectl_fluid.cli.proxy import proxy_for
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
-USER_AGENT = "kubectl-fluid/0.1.0"
+USER_AGENT = f"kubectl-fluid/{__version__}"
 
 
 class Api:
@@ -62,18 +64,20 @@ class Api:
     ) -> Any:
         """The decoded JSON answer; raises ApiError on a non-2xx status, Unreachable without one."""
         target = self._prefix + path + (f"?{urlencode(params)}" if params else "")
-        if self._proxy is not None and not self._https:
+        absolute = dial.absolute_form(self._proxy, self._https)
+        if absolute:
             # A plain-HTTP request through a proxy names the whole URL (RFC 9112 absolute-form).
             target = f"http://{self._host}:{self._port}{target}"
         payload = None if body is None else json.dumps(body).encode()
-        headers = {"Accept": JSON, "User-Agent": USER_AGENT}
+        headers = [("Accept", JSON), ("User-Agent", USER_AGENT)]
         if payload is not None:
-            headers["Content-Type"] = content_type
-        if self._proxy is not None and not self._https and self._proxy.userinfo:
-            headers["Proxy-Authorization"] = _basic(self._proxy.userinfo)
+            headers.append(("Content-Type", content_type))
+        if absolute and self._proxy is not None and self._proxy.userinfo:
+            headers.append(("Proxy-Authorization", _basic(self._proxy.userinfo)))
         auth = self._authorization()
         if auth:
-            headers["Authorization"] = auth
+            headers.append(("Authorization", auth))
+        headers += self.access.credentials.impersonate.headers()
         # A kept-alive connection the server closed meanwhile fails on first use; a GET is safe to send
         # again, anything else is not (it may have been applied).
         attempts = 2 if method == "GET" and self._conn is not None else 1
@@ -120,10 +124,16 @@ class Api:
 
     # -- connection --------------------------------------------------------------------------------
     def _roundtrip(
-        self, method: str, target: str, payload: bytes | None, headers: dict[str, str]
+        self, method: str, target: str, payload: bytes | None, headers: Sequence[tuple[str, str]]
     ) -> tuple[int, bytes]:
         conn = self._connection()
-        conn.request(method, target, body=payload, headers=headers)
+        # Header by header: impersonation repeats Impersonate-Group, which a dict cannot hold.
+        conn.putrequest(method, target)
+        for name, value in headers:
+            conn.putheader(name, value)
+        if payload is not None:
+            conn.putheader("Content-Length", str(len(payload)))
+        conn.endheaders(payload)
         response = conn.getresponse()
         data = response.read()
         for warning in response.headers.get_all("Warning") or ():
@@ -137,21 +147,21 @@ class Api:
     def _connection(self) -> http.client.HTTPConnection:
         if self._conn is None:
             proxy = self._proxy
-            host, port = (proxy.host, proxy.port) if proxy is not None else (self._host, self._port)
-            if self._https:
-                self._conn = _HTTPSConnection(
-                    host,
-                    port,
-                    timeout=self.timeout,
-                    context=self._ssl_context(),
+            https_hop = self._https or (proxy is not None and proxy.scheme == "https")
+            self._conn = _Connection(
+                self._host,
+                self._port,
+                timeout=self.timeout,
+                dialer=lambda timeout: dial.connect(
+                    self._host,
+                    self._port,
+                    https=self._https,
+                    proxy=proxy,
+                    context=self._ssl_context() if https_hop else None,
                     server_name=self.access.tls_server_name or self._host,
-                )
-                if proxy is not None:
-                    # TLS end to end through a CONNECT tunnel: the proxy sees only the host and port.
-                    tunnel = {"Proxy-Authorization": _basic(proxy.userinfo)} if proxy.userinfo else None
-                    self._conn.set_tunnel(self._host, self._port, headers=tunnel)
-            else:
-                self._conn = http.client.HTTPConnection(host, port, timeout=self.timeout)
+                    timeout=timeout,
+                ),
+            )
         return self._conn
 
     def _ssl_context(self) -> ssl.SSLContext:
@@ -183,14 +193,24 @@ class Api:
             creds = self.access.credentials
             if creds.exec_config:
                 creds = self._exec_credentials()
-            token = creds.token
-            if not token and creds.token_file:
+            # client-go: a tokenFile's content wins over a token beside it.
+            token, where = creds.token, "the kubeconfig's token"
+            if creds.token_file:
                 try:
                     with open(creds.token_file) as f:
-                        token = f.read().strip()
+                        token, where = f.read().strip() or token, f"tokenFile {creds.token_file}"
                 except OSError as e:
                     raise CliError(f"cannot read tokenFile {creds.token_file}: {e.strerror}") from None
+            if not token and creds.auth_provider is not None:
+                from kubectl_fluid.cli import oidc
+
+                token, where = oidc.token(creds.auth_provider), "the oidc auth-provider"
             if token:
+                if any(ord(c) < 0x20 or ord(c) == 0x7F for c in token):
+                    raise CliError(
+                        f"the bearer token from {where} holds a line break or control character: "
+                        "it must be the token alone"
+                    )
                 self._auth = f"Bearer {token}"
             elif creds.username and creds.password:
                 self._auth = _basic(f"{creds.username}:{creds.password}")
@@ -200,50 +220,74 @@ class Api:
 
     def _exec_credentials(self) -> Credentials:
         if self._exec_cache is None:
-            config = self.access.credentials.exec_config or {}
-            self._exec_cache = run_exec_plugin(config, self.access.context)
+            creds = self.access.credentials
+            self._exec_cache = run_exec_plugin(
+                creds.exec_config or {}, self.access.context, creds.exec_cluster
+            )
         return self._exec_cache
 
 
-class _HTTPSConnection(http.client.HTTPSConnection):
-    """HTTPS whose certificate is checked against ``server_name``: the API server's host, or
-    ``tls-server-name`` when the kubeconfig sets one (a server reached by IP whose certificate names
-    a host). ``host`` is where the socket goes, the proxy when there is one."""
+class _Connection(http.client.HTTPConnection):
+    """http.client over whatever ``dial.connect`` opened: a direct socket, a tunnel through a proxy,
+    TLS or TLS inside TLS. ``host`` is the API server's (the Host header); the dialer knows the way."""
 
-    def __init__(
-        self, host: str, port: int, *, timeout: float | None, context: ssl.SSLContext, server_name: str
-    ) -> None:
-        super().__init__(host, port, timeout=timeout, context=context)
-        self._context = context
-        self._server_name = server_name
+    def __init__(self, host: str, port: int, *, timeout: float | None, dialer: Any) -> None:
+        super().__init__(host, port, timeout=timeout)
+        self._dialer = dialer
 
     def connect(self) -> None:
-        http.client.HTTPConnection.connect(self)
-        self.sock = self._context.wrap_socket(self.sock, server_hostname=self._server_name)
+        self.sock = self._dialer(self.timeout)
 
 
-def run_exec_plugin(config: dict[str, Any] | Any, context: str) -> Credentials:
-    """Credentials from a client-go exec plugin (``ExecCredential`` on stdout)."""
+def run_exec_plugin(
+    config: Mapping[str, Any], context: str, cluster: Mapping[str, Any] | None = None
+) -> Credentials:
+    """Credentials from a client-go exec plugin (``ExecCredential`` on stdout). As client-go runs it:
+    ``KUBERNETES_EXEC_INFO`` with the cluster when ``provideClusterInfo`` asked for it; the terminal
+    (stdin) only when ``interactiveMode`` allows and there is one; the plugin's stderr reaches the
+    operator (a prompt, a warning), and its last line names a failure."""
     import subprocess
 
     api_version = str(config.get("apiVersion") or "client.authentication.k8s.io/v1")
+    mode = str(config.get("interactiveMode") or "IfAvailable")
+    interactive = mode != "Never" and sys.stdin is not None and sys.stdin.isatty()
+    argv = [str(config["command"]), *(str(a) for a in config.get("args") or ())]
+    if mode == "Always" and not interactive:
+        raise CliError(
+            f"credential plugin {argv[0]} of context {context!r} needs a terminal (interactiveMode: Always) "
+            "and standard input is not one"
+        )
     env = dict(os.environ)
     for item in config.get("env") or ():
         env[str(item.get("name"))] = str(item.get("value", ""))
+    spec: dict[str, Any] = {"interactive": interactive}
+    if cluster is not None:
+        spec["cluster"] = dict(cluster)
     env["KUBERNETES_EXEC_INFO"] = json.dumps(
-        {"apiVersion": api_version, "kind": "ExecCredential", "spec": {"interactive": False}}
+        {"apiVersion": api_version, "kind": "ExecCredential", "spec": spec}
     )
-    argv = [str(config["command"]), *(str(a) for a in config.get("args") or ())]
     try:
-        run = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
+        run = subprocess.run(
+            argv,
+            env=env,
+            stdin=None if interactive else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=None if interactive else subprocess.PIPE,
+            text=True,
+            timeout=None if interactive else 60,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         hint = config.get("installHint") or ""
         raise CliError(
             f"credential plugin {argv[0]} of context {context!r} failed: {e} {hint}".strip()
         ) from None
+    stderr = run.stderr or ""
     if run.returncode != 0:
-        detail = (run.stderr.strip().splitlines() or [f"exit {run.returncode}"])[-1]
+        detail = (stderr.strip().splitlines() or [f"exit {run.returncode}"])[-1]
         raise CliError(f"credential plugin {argv[0]} of context {context!r} failed: {detail}")
+    if stderr:
+        sys.stderr.write(stderr)
     try:
         status = json.loads(run.stdout).get("status") or {}
     except (ValueError, AttributeError):

@@ -103,7 +103,15 @@ def test_help_and_completion_through_kubectl(
         return run.stdout.splitlines()
 
     verbs = complete("")
-    assert [v.split("\t")[0] for v in verbs] == ["inject", "config", "mounts", "datasets", "explain", ":4"]
+    assert [v.split("\t")[0] for v in verbs] == [
+        "inject",
+        "config",
+        "mounts",
+        "datasets",
+        "explain",
+        "version",
+        ":4",
+    ]
     assert complete("inject", "cr") == ["cronjob/", ":6"]
     assert complete("config", "show", "-n", namespace, "ds-") == ["ds-complete", ":4"]
 

@@ -24,12 +24,15 @@ from tests.e2e.wait import as_json, eventually
 PLUGIN_DIR = Path(sys.executable).parent
 
 
-def kubectl_fluid(kubeconfig: Path, *args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
-    """``kubectl fluid ARGS`` exactly as an operator runs it: kubectl finds the plugin on PATH.
-    (kubectl takes no flags before a plugin's name, so the cluster comes from KUBECONFIG.)"""
+def kubectl_fluid(
+    kubeconfig: Path, *args: str, timeout: float = 180, plugin_dir: Path = PLUGIN_DIR
+) -> subprocess.CompletedProcess[str]:
+    """``kubectl fluid ARGS`` exactly as an operator runs it: kubectl finds the plugin on PATH, in
+    ``plugin_dir`` first (this venv's, or another install's). (kubectl takes no flags before a
+    plugin's name, so the cluster comes from KUBECONFIG.)"""
     env = {
         **os.environ,
-        "PATH": f"{PLUGIN_DIR}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PATH": f"{plugin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
         "KUBECONFIG": str(kubeconfig),
     }
     return subprocess.run(

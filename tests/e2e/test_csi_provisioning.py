@@ -11,7 +11,6 @@ backend directory, not through the driver."""
 from __future__ import annotations
 
 import hashlib
-import os
 import secrets
 import shutil
 import subprocess
@@ -35,24 +34,15 @@ from tests.e2e.fluid import (
     wait_until_gone,
 )
 from tests.e2e.wait import eventually
+from tests.tools import cached
 
-CACHE = Path(os.environ.get("KUBECTL_FLUID_CACHE", Path.home() / ".cache" / "kubectl-fluid"))
 CONTROLLER_ACCOUNT = "fluid-csi-controller"  # manifests/csi/controller-deployment.yaml
 MASTERS = "m1.e2e.svc:8995,m2.e2e.svc:8995"
 PV_FINALIZER = "external-provisioner.volume.kubernetes.io/finalizer"
 
 
-def pinned(key: str) -> str:
-    for line in (REPO / "hack" / "versions.env").read_text().splitlines():
-        name, sep, value = line.partition("=")
-        if sep and name.strip() == key:
-            return value.strip()
-    raise KeyError(key)
-
-
 def provisioner_binary() -> Path | None:
-    built = CACHE / f"csi-provisioner-{pinned('CSI_PROVISIONER_VERSION')}" / "csi-provisioner"
-    return built if os.access(built, os.X_OK) else None
+    return cached("csi-provisioner", "CSI_PROVISIONER_VERSION", "csi-provisioner")
 
 
 pytestmark = pytest.mark.skipif(

@@ -32,7 +32,9 @@ def test_help_lists_the_verbs_in_order(capsys: pytest.CaptureFixture[str]) -> No
     assert verbs[:5] == ["inject", "config", "mounts", "datasets", "explain"]
 
 
-@pytest.mark.parametrize("verb", [["inject"], ["config", "show"], ["mounts"], ["datasets"], ["explain"]])
+@pytest.mark.parametrize(
+    "verb", [["inject"], ["config", "show"], ["mounts"], ["datasets"], ["explain"], ["version"]]
+)
 def test_every_verb_takes_the_kubectl_flags(capsys: pytest.CaptureFixture[str], verb: list[str]) -> None:
     code, out, _ = run(capsys, *verb, "--help")
     assert code == 0
@@ -204,6 +206,7 @@ def test_completion_in_cobras_protocol(
         "mounts",
         "datasets",
         "explain",
+        "version",
         ":4",
     ]
     assert "\tGive a workload's pods" in verbs[0]

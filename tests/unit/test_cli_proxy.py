@@ -59,9 +59,23 @@ def test_credentials_in_the_proxy_url() -> None:
     assert proxy_for("https://a", "http://me:s%3Acret@p:8", {}) == Proxy("p", 8, "me:s:cret")
 
 
-@pytest.mark.parametrize("url", ["socks5://p:1080", "https://p:443"])
-def test_unsupported_proxy_schemes_are_one_clear_error(url: str) -> None:
-    with pytest.raises(CliError, match="http:// proxies only"):
+@pytest.mark.parametrize(
+    ("url", "proxy"),
+    [
+        ("socks5://p", Proxy("p", 1080, None, "socks5")),
+        ("socks5h://u:pw@p:9", Proxy("p", 9, "u:pw", "socks5h")),
+        ("https://p", Proxy("p", 443, None, "https")),
+        ("http://p", Proxy("p", 80, None, "http")),
+    ],
+)
+def test_the_schemes_go_dials_with_their_default_ports(url: str, proxy: Proxy) -> None:
+    assert proxy_for("https://a", url, {}) == proxy
+    assert proxy_for("https://a", None, {"HTTPS_PROXY": url}) == proxy
+
+
+@pytest.mark.parametrize("url", ["socks4://p:1080", "ftp://p"])
+def test_other_proxy_schemes_are_one_clear_error(url: str) -> None:
+    with pytest.raises(CliError, match="neither kubectl nor kubectl fluid can use: use one of http://"):
         proxy_for("https://a", url, {})
     with pytest.raises(CliError, match="HTTPS_PROXY"):
         proxy_for("https://a", None, {"HTTPS_PROXY": url})

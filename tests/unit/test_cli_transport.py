@@ -3,153 +3,18 @@ a client certificate given inline, bearer tokens, keep-alive, errors, warnings, 
 
 from __future__ import annotations
 
-import datetime
-import http.server
 import json
 import socket
-import ssl
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from kubectl_fluid.cli.errors import ApiError, CliError, Unreachable
 from kubectl_fluid.cli.kubeconfig import Access, Credentials
 from kubectl_fluid.cli.transport import Api, warning_text
 from tests.connectproxy import ConnectProxy, connect_proxy_running
-
-
-def _cert(
-    subject: str,
-    issuer: tuple[x509.Certificate, ec.EllipticCurvePrivateKey] | None,
-    san: str | None,
-    ca: bool,
-) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
-    now = datetime.datetime.now(datetime.UTC)
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(issuer[0].subject if issuer else name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=1))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
-    )
-    if san:
-        import ipaddress
-
-        builder = builder.add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(san))]), critical=False
-        )
-    return builder.sign(issuer[1] if issuer else key, hashes.SHA256()), key
-
-
-def _pem(cert: x509.Certificate, key: ec.EllipticCurvePrivateKey | None = None) -> bytes:
-    out = cert.public_bytes(serialization.Encoding.PEM)
-    if key is not None:
-        out = key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    return out
-
-
-@dataclass
-class Server:
-    url: str
-    ca: bytes
-    client_cert: bytes
-    client_key: bytes
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    replies: dict[str, tuple[int, Any, dict[str, str]]] = field(default_factory=dict)
-    connections: set[int] = field(default_factory=set)
-    drop_idle: bool = False  # close each connection after its answer, without saying so
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    ca = _cert("ca", None, None, True)
-    srv_cert, srv_key = _cert("server", ca, "127.0.0.1", False)
-    client_cert, client_key = _cert("me", ca, None, False)
-    (tmp_path / "srv.pem").write_bytes(_pem(srv_cert) + _pem(srv_cert, srv_key))
-    (tmp_path / "ca.pem").write_bytes(_pem(ca[0]))
-    state = Server("", _pem(ca[0]), _pem(client_cert), _pem(client_cert, client_key))
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def handle_any(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            body = self.rfile.read(length) if length else b""
-            peer = self.connection.getpeercert()
-            state.connections.add(self.client_address[1])
-            state.requests.append(
-                {
-                    "method": self.command,
-                    "path": self.path,
-                    "auth": self.headers.get("Authorization"),
-                    "type": self.headers.get("Content-Type"),
-                    "body": json.loads(body) if body else None,
-                    "client": dict(x[0] for x in peer["subject"])["commonName"] if peer else None,
-                }
-            )
-            status, reply, headers = state.replies.get(
-                self.path.split("?")[0],
-                (
-                    404,
-                    {"kind": "Status", "reason": "NotFound", "message": "nope", "details": {"name": "x"}},
-                    {},
-                ),
-            )
-            data = json.dumps(reply).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for k, v in headers.items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(data)
-            if state.drop_idle:
-                self.close_connection = True
-
-        do_GET = do_PATCH = handle_any
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(tmp_path / "srv.pem")
-    ctx.load_verify_locations(tmp_path / "ca.pem")
-    ctx.verify_mode = ssl.CERT_OPTIONAL
-    httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
-    state.url = f"https://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    try:
-        yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-
-
-def access(server: Server, **creds: Any) -> Access:
-    return Access(
-        server=server.url,
-        namespace="default",
-        context="test",
-        ca_data=server.ca,
-        credentials=Credentials(**creds),
-    )
+from tests.unit.fake_apiserver import Server, access, cert, pem
 
 
 def test_tls_with_the_clusters_ca_an_inline_client_certificate_and_keep_alive(server: Server) -> None:
@@ -194,6 +59,19 @@ def test_token_file_is_read(server: Server, tmp_path: Path) -> None:
     with Api(access(server, token_file=str(tmp_path / "token"))) as api:
         api.request("GET", "/x/y")
     assert server.requests[0]["auth"] == "Bearer from-file"
+    # Beside a token, the file wins (client-go: its last read value takes precedence).
+    with Api(access(server, token="inline", token_file=str(tmp_path / "token"))) as api:
+        api.request("GET", "/x/y")
+    assert server.requests[1]["auth"] == "Bearer from-file"
+
+
+def test_a_token_that_is_not_one_line_is_said_to_be_so(server: Server, tmp_path: Path) -> None:
+    (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\nusers: []\n")
+    with (
+        Api(access(server, token_file=str(tmp_path / "kubeconfig"))) as api,
+        pytest.raises(CliError, match=r"the bearer token from tokenFile .*kubeconfig holds a line break"),
+    ):
+        api.request("GET", "/x")
 
 
 def test_missing_object_is_none_but_a_missing_kind_raises(server: Server) -> None:
@@ -239,7 +117,7 @@ def test_server_warnings_reach_stderr(server: Server, capsys: pytest.CaptureFixt
 
 
 def test_an_untrusted_server_is_refused(server: Server) -> None:
-    other_ca = _pem(_cert("other", None, None, True)[0])
+    other_ca = pem(cert("other", None, None, True)[0])
     with (
         Api(Access(server=server.url, namespace="d", context="t", ca_data=other_ca)) as api,
         pytest.raises(Unreachable) as e,
@@ -355,7 +233,7 @@ def test_environment_proxy_skips_loopback_as_client_go_does(
     assert connect_proxy.tunnels == []
 
 
-def test_a_socks_proxy_is_refused_in_one_line(server: Server) -> None:
-    socks = Access(server=server.url, namespace="d", context="t", proxy_url="socks5://127.0.0.1:1080")
-    with pytest.raises(CliError, match="socks5:// proxy; kubectl fluid supports http:// proxies only"):
+def test_a_proxy_of_an_unknown_scheme_is_refused_in_one_line(server: Server) -> None:
+    socks = Access(server=server.url, namespace="d", context="t", proxy_url="socks4://127.0.0.1:1080")
+    with pytest.raises(CliError, match=r"socks4:// proxy, which neither kubectl nor kubectl fluid can use"):
         Api(socks, env={})

@@ -1,0 +1,189 @@
+"""The ``oidc`` auth-provider of a kubeconfig user, as client-go's plugin/pkg/client/auth/oidc serves
+it: the ``id-token`` is the bearer token while it is valid (its ``exp`` more than 10 s away); an
+expired one is refreshed with the ``refresh-token`` at the issuer's token endpoint (found through
+``{idp-issuer-url}/.well-known/openid-configuration``), and the new tokens are written back into the
+kubeconfig file that defines the user, as kubectl writes them. The issuer is trusted through
+``idp-certificate-authority(-data)``, else the system's roots. Logging in (no refresh token) is not
+this plugin's job: the error says so.
+
+Imported only for a user with an auth-provider."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import ssl
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from kubectl_fluid.cli.errors import CliError
+from kubectl_fluid.cli.kubeconfig import AuthProvider
+
+ID_TOKEN = "id-token"
+REFRESH_TOKEN = "refresh-token"
+KNOWN = frozenset(
+    {
+        "client-id",
+        "client-secret",
+        ID_TOKEN,
+        REFRESH_TOKEN,
+        "idp-issuer-url",
+        "idp-certificate-authority",
+        "idp-certificate-authority-data",
+        "extra-scopes",
+    }
+)
+JSON = "application/json"
+EXPIRY_DELTA = 10.0  # client-go's: a token this close to its expiry is refreshed
+
+
+def expired(id_token: str, now: float) -> bool:
+    """Whether an ID token (a JWT) is expired or about to be; one without ``exp`` counts as expired,
+    as in client-go. Raises CliError for something that is not a JWT."""
+    parts = id_token.split(".")
+    if len(parts) != 3:
+        raise CliError("the id-token of the oidc auth-provider is not a JWT")
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+        exp = float(claims.get("exp") or 0)
+    except (ValueError, AttributeError, TypeError):
+        raise CliError("the id-token of the oidc auth-provider has no readable claims") from None
+    return now + EXPIRY_DELTA >= exp
+
+
+def unknown_keys(config: Mapping[str, str]) -> list[str]:
+    return sorted(k for k in config if k not in KNOWN)
+
+
+def token(provider: AuthProvider, now: float | None = None) -> str:
+    """The bearer token for ``provider``, refreshing (and persisting) it when needed."""
+    config = provider.config
+    owner = f'the oidc auth-provider of user "{provider.user}"'
+    for key in ("client-id", "idp-issuer-url"):
+        if not config.get(key):
+            raise CliError(f"{owner} has no {key}; kubectl requires it too")
+    current = config.get(ID_TOKEN, "")
+    if current and not expired(current, time.time() if now is None else now):
+        return current
+    refresh = config.get(REFRESH_TOKEN, "")
+    if not refresh:
+        raise CliError(
+            f"{owner} has {'an expired' if current else 'no'} id-token and no refresh-token: "
+            "log in again with your identity provider's tool (for example kubectl oidc-login)"
+        )
+    answer = _refresh(config, refresh, owner)
+    new_id = answer.get("id_token")
+    if not isinstance(new_id, str) or not new_id:
+        raise CliError(
+            f"{owner}: the token response of {config['idp-issuer-url']} did not contain an id_token"
+        )
+    updated = {ID_TOKEN: new_id}
+    new_refresh = answer.get("refresh_token")
+    if isinstance(new_refresh, str) and new_refresh and new_refresh != refresh:
+        updated[REFRESH_TOKEN] = new_refresh
+    if provider.source is not None:
+        persist(provider.source, provider.user, updated)
+    return new_id
+
+
+def _context(config: Mapping[str, str], owner: str) -> ssl.SSLContext:
+    ctx = ssl.create_default_context()
+    try:
+        if config.get("idp-certificate-authority-data"):
+            ctx = ssl.create_default_context(
+                cadata=base64.b64decode(config["idp-certificate-authority-data"]).decode()
+            )
+        elif config.get("idp-certificate-authority"):
+            ctx = ssl.create_default_context(cafile=config["idp-certificate-authority"])
+    except (OSError, ssl.SSLError, ValueError) as e:
+        raise CliError(f"cannot load the identity provider's certificate authority of {owner}: {e}") from None
+    return ctx
+
+
+def _refresh(config: Mapping[str, str], refresh: str, owner: str) -> dict[str, Any]:
+    """The token endpoint's answer to a refresh_token grant. Client credentials go in an HTTP Basic
+    header first, then (when the issuer refuses that) in the form, as Go's oauth2 auto-detects."""
+    import urllib.error
+    import urllib.request
+
+    opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=_context(config, owner)))
+    issuer = config["idp-issuer-url"].rstrip("/")
+
+    def fetch(request: urllib.request.Request) -> dict[str, Any]:
+        with opener.open(request, timeout=30) as response:
+            loaded = json.loads(response.read())
+        if not isinstance(loaded, dict):
+            raise ValueError("not a JSON object")
+        return loaded
+
+    try:
+        discovery = fetch(urllib.request.Request(f"{issuer}/.well-known/openid-configuration"))
+        endpoint = str(discovery["token_endpoint"])
+    except (OSError, ValueError, KeyError) as e:
+        raise CliError(f"{owner}: cannot discover the token endpoint of {issuer}: {e}") from None
+    form = {"grant_type": "refresh_token", "refresh_token": refresh}
+    client_id, secret = config["client-id"], config.get("client-secret", "")
+    basic = base64.b64encode(f"{_q(client_id)}:{_q(secret)}".encode()).decode()
+    attempts = [
+        (urlencode(form), {"Authorization": f"Basic {basic}"}),
+        (urlencode({**form, "client_id": client_id, "client_secret": secret}), {}),
+    ]
+    last: Exception | None = None
+    for body, headers in attempts:
+        request = urllib.request.Request(
+            endpoint,
+            data=body.encode(),
+            headers={
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Accept": "application/json",
+                **headers,
+            },
+        )
+        try:
+            return fetch(request)
+        except urllib.error.HTTPError as e:
+            last = e
+            if e.code not in (400, 401):
+                break
+        except (OSError, ValueError) as e:
+            last = e
+            break
+    raise CliError(f"{owner}: refreshing the id-token at {endpoint} failed: {last}")
+
+
+def _q(value: str) -> str:
+    from urllib.parse import quote
+
+    return quote(value, safe="")
+
+
+def persist(path: Path, user: str, updated: Mapping[str, str]) -> None:
+    """Write refreshed tokens into the auth-provider config of ``user`` in ``path`` (atomically, the
+    file's mode kept), as kubectl's persister does. The file is rewritten from its parsed content, so
+    comments are lost, as with kubectl."""
+    import yaml
+
+    from kubectl_fluid.cli.kubeconfig import parse
+
+    text = path.read_text()
+    document = parse(text, str(path))
+    for entry in document.get("users") or ():
+        if isinstance(entry, dict) and entry.get("name") == user:
+            provider = (entry.get("user") or {}).get("auth-provider") or {}
+            provider.setdefault("config", {}).update(updated)
+            break
+    else:
+        raise CliError(f'cannot write refreshed tokens: user "{user}" is no longer in {path}')
+    out = json.dumps(document, indent=2) if text.lstrip().startswith("{") else yaml.safe_dump(document)
+    tmp = path.with_name(f".{path.name}.kubectl-fluid-{os.getpid()}")
+    try:
+        tmp.write_text(out)
+        tmp.chmod(path.stat().st_mode & 0o7777)
+        os.replace(tmp, path)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise CliError(f"cannot write refreshed tokens to {path}: {e.strerror}") from None
