@@ -32,6 +32,7 @@ from collections.abc import Callable
 from csi.backend import LocalBackend
 from csi.controller_service import ControllerServicer
 from csi.fusebinary import fuse_binary_problem
+from csi.fuseconfig import NodeSettingsError, load_node_settings
 from csi.fusepods import FusePodManager
 from csi.fuserunner import FuseRunner
 from csi.identity import IdentityServicer
@@ -61,7 +62,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--fuse-binary",
         default=names.FUSE_BINARY,
-        help="the FUSE program; several words (e.g. 'python -m csi.fusestandin') are split on spaces",
+        help="the FUSE program, the real curvine-fuse by default; several words (e.g. the development "
+        "stand-in 'python -m csi.fusestandin') are split on spaces",
+    )
+    p.add_argument(
+        "--fuse-config",
+        metavar="FILE",
+        help="this node's curvine-fuse settings (TOML, e.g. [fuse] enable_splice = false): the base of "
+        "every mount key's configuration file, whose [client] master_addrs the volume decides",
     )
     p.add_argument(
         "--backend-root",
@@ -153,6 +161,7 @@ def build_fuse_runner(args: argparse.Namespace) -> FuseRunner | None:
 def build_server(
     args: argparse.Namespace, mirror: MirrorPublisher | None = None
 ) -> tuple[CsiServer, NodeService | None]:
+    settings = load_node_settings(args.fuse_config)
     controller = ControllerServicer(LocalBackend(args.backend_root)) if args.mode != "node" else None
     node = (
         NodeService(
@@ -163,6 +172,7 @@ def build_server(
             mode=args.mount_mode,
             mirror=mirror.publish if mirror else None,
             fuse=build_fuse_runner(args),
+            fuse_settings=settings,
         )
         if args.mode != "controller"
         else None
@@ -215,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     logs.setup(args.log_level, args.log_format)
     try:
         asyncio.run(run(args))
-    except EndpointError as err:
+    except (EndpointError, NodeSettingsError) as err:
         log.error("%s", err)
         return 1
     return 0

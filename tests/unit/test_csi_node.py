@@ -136,7 +136,7 @@ class Driver:
         return [
             int(line.split()[0])
             for line in out.splitlines()
-            if "-m csi.fusestandin --master-addrs" in line and plugins in line
+            if "-m csi.fusestandin --conf" in line and plugins in line
         ]
 
     def state(self) -> dict[str, Any]:
