@@ -8,8 +8,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-import curvinebins
 import pytest
+
+import curvinebins
 
 _DIR = curvinebins.find()
 FUSE_BINARY: Path | None = _DIR / curvinebins.FUSE if _DIR else None
