@@ -251,6 +251,7 @@ async def run(args: argparse.Namespace) -> None:
         # and every NodeStage that needs a FUSE answers FailedPrecondition with this.
         log.error("%s", problem)
     health = None
+    health_watch: asyncio.Task[None] | None = None
     if args.health_port:
         health = HealthServer(
             args.health_host, args.health_port, ready=lambda: recovered.is_set() and fuse_problem() is None
@@ -261,9 +262,12 @@ async def run(args: argparse.Namespace) -> None:
     try:
         if node is not None:
             await node.recover()  # mounts from before a restart are whole again before kubelet calls
+            health_watch = asyncio.create_task(node.watch_health())
         recovered.set()
         await serve_until_signalled(server, args.grace)
     finally:
+        if health_watch is not None:
+            health_watch.cancel()
         if backend is not None:
             await backend.close()
         if mirror is not None:

@@ -200,6 +200,39 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         phase: FuseMountPhase = "Ready" if self._rebind(self.state.mounts[key]) else "Broken"
         self._save(st.set_phase(self.state, key, phase, now=st.timestamp()))
 
+    async def watch_health(self, interval: float = 2.0) -> None:
+        """Forever: ``check_health`` every ``interval`` seconds (a task of the server's life)."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.check_health()
+            except Exception:
+                log.exception("checking the FUSE mounts' health failed")
+
+    async def check_health(self) -> None:
+        """Mark Broken, saying why, every staged FUSE mount whose root answers ENOENT: its process
+        lives and the kernel shows it, but its fs-path is gone from the cache, so every pod's I/O
+        fails and a remount would only serve a new, empty directory in its place. Back to Ready
+        once the root answers again. A dead FUSE is the runner's to remount, not this."""
+        for key in list(self.state.mounts):
+            async with self.locks.hold(key):
+                entry = self.state.mounts.get(key)
+                if entry is None or entry.refcount == 0 or entry.phase not in ("Ready", "Broken"):
+                    continue
+                if await asyncio.to_thread(mounts.root_gone, entry.mnt_path):
+                    reason = (
+                        f"the FUSE's fs-path {entry.params.fs_path} is gone from the cache at"
+                        f" {entry.params.master_addrs} (its mount {entry.mnt_path} answers ENOENT): the"
+                        " master lost it, e.g. restarted without its journal; the volumes' data is not"
+                        " served. Delete the pods using them so the mount is unstaged, then start them again"
+                    )
+                    if entry.reason != reason:
+                        log.error("%s", reason, extra={"mount_key": key})
+                    self._save(st.set_phase(self.state, key, "Broken", now=st.timestamp(), reason=reason))
+                elif entry.phase == "Broken" and entry.reason is not None and self._rebind(entry):
+                    log.info("FUSE mount answers again", extra={"mount_key": key})
+                    self._save(st.set_phase(self.state, key, "Ready", now=st.timestamp()))
+
     # ------------------------------------------------------------------ CSI
 
     @rpc
