@@ -244,3 +244,50 @@ def test_the_real_curvine_fuse_refuses_them_too(
         flags += [f"--{name}"] if name in cf.FUSE_PRESENCE_PARAMS else [f"--{name}", value]
     checked = validate_config([*fusecmd.fuse_args(params, str(mount_dir)), *flags])
     assert checked.returncode != 0, f"validate-config took {flags}"
+
+
+# --- SPEC §5's list, key by key -----------------------------------------------------------------
+
+# The tuning keys SPEC §5 names (the design document's), each with a value a StorageClass may carry.
+SPEC_KEYS: dict[str, str] = {
+    "io-threads": "4",
+    "worker-threads": "4",
+    "mnt-per-task": "2",
+    "clone-fd": "true",
+    "fuse-channel-size": "8",
+    "stream-channel-size": "8",
+    "direct-io": "true",
+    "cache-readdir": "false",
+    "entry-timeout": "0.5",
+    "attr-timeout": "1",
+    "negative-timeout": "0.25",
+    "max-background": "300",
+    "congestion-threshold": "100",
+    "node-cache-size": "1024",
+    "node-cache-timeout": "30m",
+    "mnt-number": "1",
+}
+
+
+@pytest.mark.parametrize("key", sorted(SPEC_KEYS))
+def test_every_spec_key_is_handed_over_or_warned_and_dropped(key: str, mount_dir: Path) -> None:
+    params = parse_params({MASTER: MASTERS, key: SPEC_KEYS[key]})
+    tuning = tuning_of(fusecmd.fuse_args(params, str(mount_dir)))
+    if key == "node-cache-size":
+        assert tuning == []
+        assert any(key in w for w in params.warnings)
+    else:
+        assert len(tuning) == 2, tuning
+        assert tuning[0].startswith("--"), tuning
+        assert params.warnings == ()
+
+
+@requires_real_fuse
+@pytest.mark.parametrize("key", sorted(set(SPEC_KEYS) - {"node-cache-size"}))
+def test_the_real_curvine_fuse_accepts_every_spec_key_as_the_driver_passes_it(
+    key: str, mount_dir: Path
+) -> None:
+    params = parse_params({MASTER: MASTERS, key: SPEC_KEYS[key]})
+    write_config(mount_dir, params)
+    checked = validate_config(fusecmd.fuse_args(params, str(mount_dir)))
+    assert checked.returncode == 0, checked.stderr
