@@ -64,6 +64,7 @@ def curvine() -> Iterator[curvinecluster.LocalCurvine]:
     with curvinecluster.running(root) as cv:
         FIGURES["first write after the probe FUSE mounted (s)"] = round(cv.first_write_s, 2)
         yield cv
+    assert_nothing_left(root, "the module's Curvine")
     if not os.environ.get("KEEP_CURVINE"):
         subprocess.run(["rm", "-rf", str(root)], check=False)
 
@@ -112,7 +113,26 @@ def provisioning(
     finally:
         provisioner.stop()
         driver.stop()
-        subprocess.run(["rm", "-rf", str(run_dir)], check=False)
+        try:
+            assert_nothing_left(run_dir, "the CSI controller's own curvine-fuse")
+        finally:
+            subprocess.run(["rm", "-rf", str(run_dir)], check=False)
+
+
+def assert_nothing_left(root: Path, what: str) -> None:
+    """No live process naming ``root`` in its command line (curvine-server, curvine-fuse), no mount
+    under it: ``what`` stopped cleanly."""
+    prefix = str(root).encode()
+    procs = []
+    for entry in Path("/proc").iterdir():
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if entry.name.isdigit() and any(a.startswith(prefix) for a in argv):
+            procs.append(b" ".join(argv).decode(errors="replace"))
+    mounted = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines() if str(root) in line]
+    assert (procs, mounted) == ([], []), f"{what} left processes {procs} and mounts {mounted}"
 
 
 @pytest.fixture(scope="module")
