@@ -42,9 +42,11 @@ venv: $(STAMP) $(CSI_STUBS)
 
 # Go-built kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok, csi-sanity,
 # cached by version under $${KUBECTL_FLUID_CACHE:-~/.cache/kubectl-fluid}; only the packaging tools
-# (helm, krew) when KUBECONFIG names an existing cluster (kind, or any other).
+# (helm, krew) when KUBECONFIG names an existing cluster (kind, or any other). Then the real Curvine's
+# binaries, unpacked beside them from ../shared/peers/curvine ($$CURVINE_PEER_DIR) when that is there.
 bins:
 	@if [ -z "$$KUBECONFIG" ]; then bash hack/build-bins.sh >/dev/null; else bash hack/build-bins.sh tools; fi
+	@$(PYTHON) hack/curvinebins.py >/dev/null || echo "warning: no real Curvine: the FUSE path runs the stand-in" >&2
 
 up: prereqs venv
 	$(BIN)/python hack/localcluster.py up --fluid --state-dir $(STATE)

@@ -74,6 +74,12 @@ def _normalize_host(host: str, entry: str) -> str:
         raise InvalidParameter(
             _KEY, f"entry {entry!r}: an IPv6 address is written in brackets, e.g. [fd00::1]:8995"
         )
+    return normalize_hostname(host, _KEY, f"entry {entry!r}: ")
+
+
+def normalize_hostname(host: str, key: str, where: str = "") -> str:
+    """A DNS name (lower-cased) or an IPv4 address, or InvalidParameter of ``key``; ``where`` says
+    which part of the value is meant."""
     lowered = host.lower()
     # "999.1.1.1" matches the DNS label syntax but is a mistyped address, not a name: a top-level
     # domain is never all-numeric (RFC 3696 §2), so an all-numeric name must be a valid IPv4.
@@ -81,11 +87,27 @@ def _normalize_host(host: str, entry: str) -> str:
         try:
             return str(ipaddress.IPv4Address(lowered))
         except ValueError:
-            raise InvalidParameter(_KEY, f"entry {entry!r}: {host!r} is not a valid IPv4 address") from None
+            raise InvalidParameter(key, f"{where}{host!r} is not a valid IPv4 address") from None
     labels = lowered.split(".")
     if len(lowered) > _DNS_NAME_MAX or not all(_DNS_LABEL.fullmatch(label) for label in labels):
-        raise InvalidParameter(_KEY, f"entry {entry!r}: {host!r} is neither a DNS name nor an IP address")
+        raise InvalidParameter(key, f"{where}{host!r} is neither a DNS name nor an IP address")
     return lowered
+
+
+def master_list(master_addrs: str) -> list[tuple[str, int]]:
+    """A canonical ``master-addrs`` value as (host, port) pairs, an IPv6 host without its brackets:
+    how Curvine's configuration names its masters."""
+    pairs = []
+    for entry in master_addrs.split(","):
+        host, port = _split_entry(entry)
+        pairs.append((host.removeprefix("[").removesuffix("]"), int(port or 0)))
+    return pairs
+
+
+def has_ipv6(master_addrs: str) -> bool:
+    """Whether a canonical ``master-addrs`` value names an IPv6 host: curvine-fuse's
+    ``--master-addrs`` splits each entry at its first colon and cannot take one."""
+    return any(entry.startswith("[") for entry in master_addrs.split(","))
 
 
 def _ipv6(text: str, entry: str) -> str:

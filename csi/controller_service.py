@@ -1,5 +1,12 @@
 """The CSI Controller service: CreateVolume / DeleteVolume of directory volumes through a filesystem
-backend, ValidateVolumeCapabilities, and the one capability that goes with them.
+backend (csi/backend.py: the real Curvine, or a local tree), ValidateVolumeCapabilities, and the one
+capability that goes with them.
+
+The masters of a volume's cluster: CreateVolume has them (its parameters) and remembers them by
+cluster-id; DeleteVolume gets only the volume handle ``{cluster-id}@{fs-path}@{pv-name}``, so after
+a restart they are read from the volume's PV, which the provisioner keeps (its finalizer) until
+DeleteVolume succeeded: GET of the PV named in the handle, whose ``volumeHandle`` must be this one
+and whose ``master-addrs`` must hash to the cluster-id (``pv_lookup``; none in csi-sanity runs).
 
 Idempotency, as the specification demands it:
 - CreateVolume is keyed by the request's ``name`` (the PV name). Repeating it with compatible
@@ -17,23 +24,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 
-from csi.backend import Backend
+from csi.addresses import normalize_master_addrs
+from csi.backend import Backend, Cluster
 from csi.capabilities import capabilities_problem
 from csi.errors import ClientlessVolume, InvalidParameter
 from csi.params import VolumeParams, parse_params
 from csi.proto import csi_pb2, csi_pb2_grpc
 from csi.rpcerrors import Context, RpcFailure, required, rpc
-from csi.volumes import CreatedVolume, create_volume_ids, parse_volume_context, parse_volume_handle
+from csi.volumes import (
+    CreatedVolume,
+    VolumeHandle,
+    create_volume_ids,
+    parse_volume_context,
+    parse_volume_handle,
+)
 from kubectl_fluid.api import names
 
 log = logging.getLogger("csi.controller")
 
 _CAPABILITIES = (csi_pb2.ControllerServiceCapability.RPC.CREATE_DELETE_VOLUME,)
+# A PV by name → its ``spec.csi`` (None when there is no such PV): how DeleteVolume finds the masters.
+PvLookup = Callable[[str], Awaitable[Mapping[str, Any] | None]]
 
 
 @dataclass(frozen=True)
@@ -43,14 +60,28 @@ class _Created:
     capacity_bytes: int
 
 
-def locate_static(volume_context: Mapping[str, str]) -> tuple[str, str] | None:
-    """(cluster-id, curvine-path) of a static PV's volume from its volume attributes, or None when
+def locate_static(volume_context: Mapping[str, str]) -> tuple[Cluster, str] | None:
+    """(cluster, curvine-path) of a static PV's volume from its volume attributes, or None when
     they do not describe one (missing or invalid keys, a clientless dataset's PV)."""
     try:
         volume = parse_volume_context(volume_context)
     except (InvalidParameter, ClientlessVolume):
         return None
-    return names.cluster_id(volume.params.master_addrs), volume.curvine_path
+    masters = volume.params.master_addrs
+    return Cluster(names.cluster_id(masters), masters), volume.curvine_path
+
+
+def masters_of_pv(csi: Mapping[str, Any] | None, handle: VolumeHandle) -> str | None:
+    """The canonical master-addrs a PV's ``spec.csi`` names for ``handle``'s volume, or None when it
+    is another volume's (another handle, another driver) or names masters of another cluster."""
+    if csi is None or csi.get("driver") != names.CSI_DRIVER or csi.get("volumeHandle") != str(handle):
+        return None
+    raw = (csi.get("volumeAttributes") or {}).get(names.PARAM_MASTER_ADDRS)
+    try:
+        masters = normalize_master_addrs(raw) if isinstance(raw, str) else None
+    except InvalidParameter:
+        return None
+    return masters if masters is not None and names.cluster_id(masters) == handle.cluster_id else None
 
 
 class KeyedLocks:
@@ -97,10 +128,28 @@ def fits(capacity: int, capacity_range: csi_pb2.CapacityRange) -> bool:
 
 
 class ControllerServicer(csi_pb2_grpc.ControllerServicer):
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: Backend, pv_lookup: PvLookup | None = None) -> None:
         self._backend = backend
+        self._pv_lookup = pv_lookup
         self._created: dict[str, _Created] = {}
+        # cluster-id → canonical master-addrs, from every volume created or looked up.
+        self._masters: dict[str, str] = {}
         self._locks = KeyedLocks()
+
+    async def _cluster(self, handle: VolumeHandle) -> Cluster:
+        masters = self._masters.get(handle.cluster_id)
+        if masters is None and self._pv_lookup is not None:
+            try:
+                found = await self._pv_lookup(handle.pv_name)
+            except Exception as err:
+                raise RpcFailure(
+                    grpc.StatusCode.UNAVAILABLE,
+                    f"cannot read PV {handle.pv_name} for the masters of cluster {handle.cluster_id}: {err}",
+                ) from None
+            masters = masters_of_pv(found, handle)
+            if masters is not None:
+                self._masters[handle.cluster_id] = masters
+        return Cluster(handle.cluster_id, masters)
 
     @rpc
     async def CreateVolume(
@@ -134,7 +183,7 @@ class ControllerServicer(csi_pb2_grpc.ControllerServicer):
             if previous is not None:
                 self._check_compatible(request, params, created, previous)
                 capacity = previous.capacity_bytes
-            await asyncio.to_thread(self._make_directory, params, created)
+            await self._make_directory(params, created)
             self._created[request.name] = _Created(created.volume_handle, params, capacity)
 
         log.info(
@@ -164,10 +213,12 @@ class ControllerServicer(csi_pb2_grpc.ControllerServicer):
                 "outside the requested capacity_range",
             )
 
-    def _make_directory(self, params: VolumeParams, created: CreatedVolume) -> None:
+    async def _make_directory(self, params: VolumeParams, created: CreatedVolume) -> None:
+        self._masters[created.cluster_id] = params.master_addrs
+        cluster = Cluster(created.cluster_id, params.master_addrs)
         if params.path_type == names.PATH_TYPE_DIRECTORY_OR_CREATE:
-            self._backend.mkdirs(created.cluster_id, created.curvine_path)
-        elif not self._backend.exists(created.cluster_id, created.curvine_path):
+            await self._backend.mkdirs(cluster, created.curvine_path)
+        elif not await self._backend.exists(cluster, created.curvine_path):
             raise RpcFailure(
                 grpc.StatusCode.FAILED_PRECONDITION,
                 f"{names.PARAM_PATH_TYPE} {names.PATH_TYPE_DIRECTORY} requires {created.curvine_path} "
@@ -187,7 +238,7 @@ class ControllerServicer(csi_pb2_grpc.ControllerServicer):
             log.info("DeleteVolume %s: not a provisioned volume, nothing to do", request.volume_id)
             return csi_pb2.DeleteVolumeResponse()
         async with self._locks.hold(handle.pv_name):
-            await asyncio.to_thread(self._backend.remove, handle.cluster_id, handle.curvine_path)
+            await self._backend.remove(await self._cluster(handle), handle.curvine_path)
             previous = self._created.get(handle.pv_name)
             if previous is not None and previous.volume_id == request.volume_id:
                 del self._created[handle.pv_name]
@@ -204,11 +255,11 @@ class ControllerServicer(csi_pb2_grpc.ControllerServicer):
             raise required("volume_capabilities")
         handle = parse_volume_handle(request.volume_id)
         where = (
-            (handle.cluster_id, handle.curvine_path)
+            (await self._cluster(handle), handle.curvine_path)
             if handle is not None
             else locate_static(request.volume_context)
         )
-        if where is None or not await asyncio.to_thread(self._backend.exists, *where):
+        if where is None or not await self._backend.exists(*where):
             raise RpcFailure(grpc.StatusCode.NOT_FOUND, f"volume {request.volume_id} does not exist")
         problem = capabilities_problem(request.volume_capabilities)
         if problem is not None:

@@ -8,8 +8,12 @@
   file): only a process that is that FUSE (its recorded start time, ``--mnt-path`` of the key in its
   command line, csi/processes.py), never whatever now has the recorded pid. It is watched by
   polling, since it is not our child, and signalled only while it is still that process.
-- ``stop`` asks with SIGTERM (the FUSE process unmounts itself), then insists, and finally detaches a
-  mount that is still there, so neither a process nor a mount leaks.
+- ``stop`` asks with SIGTERM (the FUSE process unmounts itself; curvine-fuse takes about 1.2 s and
+  exits 0), then insists, and finally detaches a mount that is still there, so neither a process
+  nor a mount leaks; the exit code is logged.
+- With ``log_dir``, a FUSE's standard output and error go to ``{log_dir}/{key}.log`` (curvine-fuse
+  logs to standard output), the previous start's to ``{key}.log.1``; a start that fails says the
+  end of what it wrote. Without, they are discarded but for a failed start's error output.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from csi import mounts, processes
 from csi.errors import FuseUnavailable
@@ -63,10 +68,16 @@ class FuseProcess:
 
 
 class FuseManager:
-    def __init__(self, on_restart: Callable[[str], None] | None = None, poll: float = 0.5) -> None:
+    def __init__(
+        self,
+        on_restart: Callable[[str], None] | None = None,
+        poll: float = 0.5,
+        log_dir: str | None = None,
+    ) -> None:
         self.processes: dict[str, FuseProcess] = {}
         self.on_restart = on_restart
         self.poll = poll  # how soon a dead FUSE is noticed
+        self.log_dir = log_dir
         self.starts = 0  # FUSE launches, restarts included; tests and metrics read it
 
     # ------------------------------------------------------------------ FuseRunner
@@ -124,6 +135,8 @@ class FuseManager:
         return True
 
     async def stop(self, key: str) -> None:
+        """Stop ``key``'s FUSE for good (its log files go too)."""
+        self._forget_logs(key)
         proc = self.processes.pop(key, None)
         if proc is None:
             return
@@ -133,12 +146,37 @@ class FuseManager:
             # Whatever ended the watcher, stopping must still end the process and its mount.
             with contextlib.suppress(BaseException):
                 await proc.watcher
-        await _terminate(proc)
+        code = await _terminate(proc)
         if mounts.mounted_at(proc.mnt_path):
             # SIGKILLed, or unmounting failed: detach it so nothing of it stays in the tree.
             with contextlib.suppress(mounts.MountError):
                 mounts.unmount(proc.mnt_path, lazy=True)
-        log.info("stopped FUSE", extra={"mount_key": key})
+        log.info("stopped FUSE (exit %s)", "unknown" if code is None else code, extra={"mount_key": key})
+
+    def _forget_logs(self, key: str) -> None:
+        for path in self._log_paths(key):
+            path.unlink(missing_ok=True)
+
+    def _log_paths(self, key: str) -> list[Path]:
+        if self.log_dir is None:
+            return []
+        current = Path(self.log_dir) / f"{key}.log"
+        return [current, current.with_name(f"{key}.log.1")]
+
+    @contextlib.contextmanager
+    def _output(self, key: str) -> Iterator[tuple[IO[bytes], IO[bytes] | int]]:
+        """Where a starting FUSE writes: (its error output, its standard output)."""
+        paths = self._log_paths(key)
+        if not paths:
+            with tempfile.TemporaryFile() as errlog:
+                yield errlog, subprocess.DEVNULL
+            return
+        current, previous = paths
+        current.parent.mkdir(parents=True, exist_ok=True)
+        if current.exists():
+            current.replace(previous)
+        with open(current, "a+b") as out:  # O_APPEND: reading back never moves where FUSE writes
+            yield out, out
 
     async def close(self) -> None:
         """Stop watching without stopping FUSE (node service shutdown: mounts outlive it)."""
@@ -161,12 +199,12 @@ class FuseManager:
         problem = fuse_binary_problem(proc.argv[0])
         if problem is not None:
             raise FuseUnavailable(problem)
-        with tempfile.TemporaryFile() as errlog:
+        with self._output(proc.key) as (errlog, stdout):
             try:
                 child = subprocess.Popen(
                     proc.argv,
                     stdin=subprocess.DEVNULL,
-                    stdout=subprocess.DEVNULL,
+                    stdout=stdout,
                     stderr=errlog,
                     start_new_session=True,
                 )
@@ -239,7 +277,8 @@ def _signal(proc: FuseProcess, sig: int) -> None:
         processes.signal_process(proc.pid, proc.start_time, sig)
 
 
-async def _terminate(proc: FuseProcess) -> None:
+async def _terminate(proc: FuseProcess) -> int | None:
+    """Stop ``proc``; its exit code when it is our child (an adopted process's is not ours to see)."""
     _signal(proc, signal.SIGTERM)
     deadline = time.monotonic() + STOP_TIMEOUT
     while _alive(proc) and time.monotonic() < deadline:
@@ -248,3 +287,4 @@ async def _terminate(proc: FuseProcess) -> None:
         _signal(proc, signal.SIGKILL)
         while _alive(proc):
             await asyncio.sleep(0.02)
+    return proc.child.returncode if proc.child is not None else None

@@ -3,12 +3,17 @@ development and tests (SPEC §5). It serves a local directory instead of a Curvi
 
 Usage::
 
-    python -m csi.fusestandin --master-addrs H:P[,H:P…] --fs-path /x --mnt-path /mnt/dir \\
-        [--io-threads N] [--worker-threads N] … [--entry-timeout S] [--attr-timeout S] …
+    python -m csi.fusestandin [--conf FILE] --master-addrs H:P[,H:P…] --fs-path /x --mnt-path /mnt/dir \\
+        [--io-threads N] [--entry-timeout-ms MS] [--debug] [--client.block-size 64MB] …
+    python -m csi.fusestandin validate-config …the same flags…
 
-It accepts exactly the flags the CSI node service passes: ``--master-addrs``, ``--fs-path``,
-``--mnt-path`` and every FUSE tuning key of ``kubectl_fluid.api.names.FUSE_TUNING_PARAMS`` as
-``--key value``. Anything else is a usage error (exit 2), as with the real binary.
+It takes the real curvine-fuse's command line (Curvine bff4e7d, ``curvine-fuse --help``): ``--conf``,
+``--master-addrs``, ``--fs-path``, ``--mnt-path`` and every tuning flag of
+``kubectl_fluid.api.curvinefuse.FUSE_TUNING_PARAMS`` (``--debug`` and ``--readonly`` without a
+value, the others as ``--key value``), and the ``validate-config`` subcommand (checks the command
+line, exit 0, mounts nothing). Anything else is a usage error (exit 2), as with the real binary.
+``--conf``, when given, must be a readable TOML file (curvine-fuse exits 1 otherwise); when
+``--master-addrs`` is absent the masters come from its ``[client] master_addrs``, as in curvine-fuse.
 
 What it serves: ``$CURVINE_STANDIN_DATA/{cluster-id}{fs-path}`` (default data root
 ``/var/lib/curvine-standin``), where cluster-id is the first 8 hex of sha256(master-addrs), the same
@@ -16,11 +21,12 @@ id the CSI controller puts into volume handles. The directory is created when mi
 for one master-addrs share one tree, so an fs-path ``/a`` mount sees what the ``/`` mount wrote
 under ``a/``, as two Curvine clients of one cluster would.
 
-Tuning flags: ``--entry-timeout``, ``--attr-timeout`` and ``--negative-timeout`` (seconds) become
-the kernel's cache timeouts and default to 0 here, so that several mounts of one tree, and writes
-made straight into the backing directory, are seen at once; ``--direct-io true`` turns on direct I/O.
-The others are checked for presence only and otherwise ignored: they tune Curvine's client, which
-this is not.
+Tuning flags: ``--entry-timeout-ms``, ``--attr-timeout-ms`` and ``--negative-timeout-ms`` become the
+kernel's cache timeouts and default to 0 here (curvine-fuse's own defaults are 1000, 1000 and 0),
+so that several mounts of one tree, and writes made straight into the backing directory, are seen
+at once; ``--direct-io true`` turns on direct I/O. Switches must be ``true`` or ``false``, as clap
+takes them. The others are checked for presence only and otherwise ignored: they tune Curvine's
+client, which this is not.
 
 Process contract, for the node service that supervises it:
 
@@ -54,10 +60,12 @@ import signal
 import stat
 import sys
 import threading
+import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from csi.fusestandin_fs import Passthrough
+from kubectl_fluid.api import curvinefuse as cf
 from kubectl_fluid.api import names
 
 DATA_ROOT_ENV = "CURVINE_STANDIN_DATA"
@@ -68,10 +76,9 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 
+VALIDATE_COMMAND = "validate-config"
 # Tuning flags the stand-in gives a meaning to; the rest are accepted and ignored.
-_TIMEOUT_FLAGS = ("entry-timeout", "attr-timeout", "negative-timeout")
-_TRUE = frozenset({"true", "1", "yes", "on"})
-_FALSE = frozenset({"false", "0", "no", "off"})
+_TIMEOUT_FLAGS = cf.FUSE_MILLISECONDS_PARAMS
 
 log = logging.getLogger("curvine-standin")
 
@@ -100,36 +107,67 @@ def build_parser() -> argparse.ArgumentParser:
         description="Serve a local directory per Curvine cluster-id over FUSE.",
         allow_abbrev=False,
     )
-    p.add_argument("--master-addrs", required=True, metavar="HOST:PORT[,HOST:PORT]")
-    p.add_argument("--fs-path", required=True, metavar="/PATH")
+    p.add_argument("-c", "--conf", metavar="FILE")
+    p.add_argument("--master-addrs", metavar="HOST:PORT[,HOST:PORT]")
+    p.add_argument("--fs-path", default="/", metavar="/PATH")
     p.add_argument("--mnt-path", required=True, metavar="DIR")
-    for key in names.FUSE_TUNING_PARAMS:
-        p.add_argument(f"--{key}", metavar="VALUE")
+    for key in cf.FUSE_TUNING_PARAMS:
+        if key in cf.FUSE_PRESENCE_PARAMS:
+            p.add_argument(f"--{key}", action="store_true", dest=key)
+        else:
+            p.add_argument(f"--{key}", metavar="VALUE", dest=key)
     return p
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Options:
-    """Parse and validate; any problem exits 2 with argparse's ``error:`` line on stderr."""
+    """Parse and validate; any problem exits 2 with argparse's ``error:`` line on stderr, a
+    configuration file that cannot be read exits 1."""
     parser = build_parser()
     ns = parser.parse_args(argv)
+    conf = _read_conf(ns.conf) if ns.conf else {}
     try:
-        master_addrs = _check_master_addrs(ns.master_addrs)
+        master_addrs = _check_master_addrs(ns.master_addrs or _conf_masters(conf))
         fs_path = _check_fs_path(ns.fs_path)
         if not ns.mnt_path:
             raise ValueError("--mnt-path: must not be empty")
-        tuning = {
-            key: value
-            for key in names.FUSE_TUNING_PARAMS
-            if (value := getattr(ns, key.replace("-", "_"))) is not None
-        }
+        tuning = {}
+        for key in cf.FUSE_TUNING_PARAMS:
+            value = getattr(ns, key)
+            if value is True:
+                tuning[key] = "true"
+            elif value not in (None, False):
+                tuning[key] = value
         for key in _TIMEOUT_FLAGS:
             if key in tuning:
-                _parse_seconds(key, tuning[key])
-        if "direct-io" in tuning:
-            _parse_bool("direct-io", tuning["direct-io"])
+                _parse_milliseconds(key, tuning[key])
+        for key in (*cf.FUSE_SWITCH_PARAMS, *cf.FUSE_CLIENT_SWITCH_PARAMS):
+            if key in tuning:
+                _parse_bool(key, tuning[key])
     except ValueError as exc:
         parser.error(str(exc))
     return Options(master_addrs, fs_path, os.path.abspath(ns.mnt_path), tuning)
+
+
+def _read_conf(path: str) -> dict[str, object]:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        print(f"curvine-standin: error: --conf {path}: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_FAILED) from None
+
+
+def _conf_masters(conf: dict[str, object]) -> str:
+    """``[client] master_addrs`` as master-addrs text (IPv6 hosts in brackets), "" when absent."""
+    client = conf.get("client")
+    masters = client.get("master_addrs", []) if isinstance(client, dict) else []
+    entries = []
+    for master in masters if isinstance(masters, list) else []:
+        host, port = str(master.get("hostname", "")), master.get("port", "")
+        entries.append(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
+    if not entries:
+        raise ValueError("--master-addrs: needed when --conf names no [client] master_addrs")
+    return ",".join(entries)
 
 
 def _check_master_addrs(value: str) -> str:
@@ -149,22 +187,17 @@ def _check_fs_path(value: str) -> str:
     return "/" + "/".join(parts)
 
 
-def _parse_seconds(key: str, value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        raise ValueError(f"--{key}: {value!r} is not a number of seconds") from None
-    if not seconds >= 0:  # also refuses NaN
-        raise ValueError(f"--{key}: {value!r} must be >= 0")
-    return seconds
+def _parse_milliseconds(key: str, value: str) -> float:
+    """Seconds, for libfuse, of curvine-fuse's whole milliseconds."""
+    if not value.isdigit():
+        raise ValueError(f"--{key}: {value!r} is not a whole number of milliseconds >= 0")
+    return int(value) / 1000
 
 
 def _parse_bool(key: str, value: str) -> bool:
-    lowered = value.lower()
-    if lowered in _TRUE:
-        return True
-    if lowered in _FALSE:
-        return False
+    # clap's bool, as the real binary parses it: nothing but these two.
+    if value in ("true", "false"):
+        return value == "true"
     raise ValueError(f"--{key}: {value!r} is not true or false")
 
 
@@ -236,7 +269,9 @@ def fuse_options(opts: Options, libfuse_major: int = 3) -> dict[str, object]:
     else:
         log.warning("not root and /etc/fuse.conf lacks user_allow_other: mounting without allow_other")
     for key in _TIMEOUT_FLAGS:
-        options[key.replace("-", "_")] = _parse_seconds(key, opts.tuning.get(key, "0"))
+        options[key.removesuffix("-ms").replace("-", "_")] = _parse_milliseconds(
+            key, opts.tuning.get(key, "0")
+        )
     if _parse_bool("direct-io", opts.tuning.get("direct-io", "false")):
         options["direct_io"] = True
     if libfuse_major >= 3:
@@ -322,7 +357,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr, format="curvine-standin: %(levelname)s %(message)s"
     )
-    return run(parse_args(argv))
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == [VALIDATE_COMMAND]:
+        parse_args(args[1:])  # a bad command line exits 2 from here
+        return EXIT_OK
+    return run(parse_args(args))
 
 
 if __name__ == "__main__":

@@ -3,8 +3,11 @@ Controller, ``--mode node`` Identity and Node, ``--mode all`` everything on one 
 local runs). The node service mirrors its mounts to FuseMount objects unless ``--no-mirror``
 (csi-sanity and runs without a cluster).
 
-The controller's filesystem backend is the local directory tree the FUSE stand-in serves
-(``--backend-root``): the repository has no Curvine client, so that is the only backend there is.
+The controller's backend (``--backend``): ``curvine``, the default, makes and removes volume
+directories in the real Curvine cluster through FUSE mounts this process owns (csi/curvinebackend.py,
+under ``--state-dir``); it reads a deleted volume's masters from its PV (``--kubeconfig``, or in
+cluster). ``local`` (implied by ``--backend-root``) uses the directory tree the FUSE stand-in
+serves, for development and tests that need no Curvine.
 
 Mount modes (``--mount-mode``) and what each survives:
 
@@ -28,10 +31,15 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from typing import Any
 
-from csi.backend import LocalBackend
-from csi.controller_service import ControllerServicer
+import kr8s.asyncio
+
+from csi.backend import Backend, LocalBackend
+from csi.controller_service import ControllerServicer, PvLookup
+from csi.curvinebackend import CurvineBackend
 from csi.fusebinary import fuse_binary_problem
+from csi.fuseconfig import NodeSettingsError, load_node_settings
 from csi.fusepods import FusePodManager
 from csi.fuserunner import FuseRunner
 from csi.identity import IdentityServicer
@@ -41,12 +49,16 @@ from csi.server import DEFAULT_GRACE_SECONDS, CsiServer, EndpointError, serve_un
 from kubectl_fluid import logs
 from kubectl_fluid.api import names
 from kubectl_fluid.health import HealthServer
-from kubectl_fluid.kube import client
+from kubectl_fluid.kube import client, http
+from kubectl_fluid.kube.resources import PERSISTENT_VOLUMES
 
 log = logging.getLogger("csi")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 MODES = ("controller", "node", "all")
+BACKENDS = ("curvine", "local")
+# Inside --state-dir: the controller's FUSE mounts of each cluster's root (curvine backend).
+CLUSTER_MOUNTS_DIR = "cluster-mounts"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -61,11 +73,26 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--fuse-binary",
         default=names.FUSE_BINARY,
-        help="the FUSE program; several words (e.g. 'python -m csi.fusestandin') are split on spaces",
+        help="the FUSE program, the real curvine-fuse by default; several words (e.g. the development "
+        "stand-in 'python -m csi.fusestandin') are split on spaces",
+    )
+    p.add_argument(
+        "--fuse-config",
+        metavar="FILE",
+        help="this node's curvine-fuse settings (TOML, e.g. [fuse] enable_splice = false): the base of "
+        "every mount key's configuration file, whose [client] master_addrs the volume decides",
+    )
+    p.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        help="controller: where volume directories are made: curvine (the real cluster, through FUSE "
+        "mounts of its root under --state-dir; the default) or local (--backend-root; the default when "
+        "--backend-root is given)",
     )
     p.add_argument(
         "--backend-root",
-        help="controller: the directory holding one sub-directory per cluster-id (the FUSE stand-in's data)",
+        help="controller, local backend: the directory holding one sub-directory per cluster-id (the FUSE "
+        "stand-in's data)",
     )
     p.add_argument(
         "--grace", type=float, default=DEFAULT_GRACE_SECONDS, help="seconds running calls get at stop"
@@ -112,8 +139,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--log-level", default="info")
     p.add_argument("--log-format", choices=["json", "text"], default="json")
     args = p.parse_args(argv)
-    if args.mode != "node" and not args.backend_root:
-        p.error(f"--mode {args.mode} needs --backend-root")
+    if args.backend is None:
+        args.backend = "local" if args.backend_root else "curvine"
+    if args.mode != "node" and args.backend == "local" and not args.backend_root:
+        p.error("--backend local needs --backend-root")
     if args.mode != "controller" and not args.node_id:
         p.error(f"--mode {args.mode} needs --node-id")
     return args
@@ -150,10 +179,38 @@ def build_fuse_runner(args: argparse.Namespace) -> FuseRunner | None:
     )
 
 
+def build_backend(args: argparse.Namespace, settings: dict[str, Any]) -> Backend:
+    if args.backend == "local":
+        return LocalBackend(args.backend_root)
+    mounts = os.path.join(args.state_dir, CLUSTER_MOUNTS_DIR)
+    return CurvineBackend(args.fuse_binary.split(), mounts, settings)
+
+
+def build_pv_lookup(args: argparse.Namespace) -> PvLookup:
+    """A PV's ``spec.csi`` by name, through a client made at the first use (a controller that never
+    deletes a volume it did not create never needs the API server)."""
+    connection: list[kr8s.asyncio.Api] = []
+
+    async def lookup(name: str) -> dict[str, Any] | None:
+        if not connection:
+            connection.append(await client.connect(args.kubeconfig))
+        pv = await http.get(connection[0], PERSISTENT_VOLUMES.object_path(None, name))
+        csi: dict[str, Any] | None = None if pv is None else pv.get("spec", {}).get("csi")
+        return csi
+
+    return lookup
+
+
 def build_server(
     args: argparse.Namespace, mirror: MirrorPublisher | None = None
-) -> tuple[CsiServer, NodeService | None]:
-    controller = ControllerServicer(LocalBackend(args.backend_root)) if args.mode != "node" else None
+) -> tuple[CsiServer, NodeService | None, Backend | None]:
+    settings = load_node_settings(args.fuse_config)
+    backend = build_backend(args, settings) if args.mode != "node" else None
+    controller = (
+        ControllerServicer(backend, build_pv_lookup(args) if args.backend == "curvine" else None)
+        if backend is not None
+        else None
+    )
     node = (
         NodeService(
             args.node_id,
@@ -163,11 +220,16 @@ def build_server(
             mode=args.mount_mode,
             mirror=mirror.publish if mirror else None,
             fuse=build_fuse_runner(args),
+            fuse_settings=settings,
         )
         if args.mode != "controller"
         else None
     )
-    return CsiServer(args.endpoint, identity=IdentityServicer(), controller=controller, node=node), node
+    return (
+        CsiServer(args.endpoint, identity=IdentityServicer(), controller=controller, node=node),
+        node,
+        backend,
+    )
 
 
 def fuse_check(args: argparse.Namespace) -> Callable[[], str | None]:
@@ -181,7 +243,7 @@ def fuse_check(args: argparse.Namespace) -> Callable[[], str | None]:
 
 async def run(args: argparse.Namespace) -> None:
     mirror = build_mirror(args)
-    server, node = build_server(args, mirror)
+    server, node, backend = build_server(args, mirror)
     recovered = asyncio.Event()
     fuse_problem = fuse_check(args)
     if (problem := fuse_problem()) is not None:
@@ -189,6 +251,7 @@ async def run(args: argparse.Namespace) -> None:
         # and every NodeStage that needs a FUSE answers FailedPrecondition with this.
         log.error("%s", problem)
     health = None
+    health_watch: asyncio.Task[None] | None = None
     if args.health_port:
         health = HealthServer(
             args.health_host, args.health_port, ready=lambda: recovered.is_set() and fuse_problem() is None
@@ -199,9 +262,14 @@ async def run(args: argparse.Namespace) -> None:
     try:
         if node is not None:
             await node.recover()  # mounts from before a restart are whole again before kubelet calls
+            health_watch = asyncio.create_task(node.watch_health())
         recovered.set()
         await serve_until_signalled(server, args.grace)
     finally:
+        if health_watch is not None:
+            health_watch.cancel()
+        if backend is not None:
+            await backend.close()
         if mirror is not None:
             # A last chance to leave the objects right; the next start corrects them anyway.
             await mirror.synced(timeout=2)
@@ -215,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     logs.setup(args.log_level, args.log_format)
     try:
         asyncio.run(run(args))
-    except EndpointError as err:
+    except (EndpointError, NodeSettingsError) as err:
         log.error("%s", err)
         return 1
     return 0

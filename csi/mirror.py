@@ -49,6 +49,7 @@ def to_fusemount(node: str, entry: MountEntry) -> dict[str, Any]:
         pid=entry.pid,
         pod_name=entry.pod_name,
         last_transition_time=entry.phase_time,
+        reason=entry.reason,
     )
     return {
         "apiVersion": names.API_VERSION,

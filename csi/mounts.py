@@ -80,6 +80,17 @@ def is_broken(path: str | os.PathLike[str]) -> bool:
     return False
 
 
+def root_gone(path: str | os.PathLike[str]) -> bool:
+    """A mount whose own root answers ENOENT: a FUSE alive and mounted whose directory in the cache
+    is gone (a Curvine master restarted without it). Not broken (no remount brings it back), not
+    whole."""
+    try:
+        os.stat(path)
+    except OSError as e:
+        return e.errno == errno.ENOENT and bool(mounted_at(path))
+    return False
+
+
 class MountError(Exception):
     pass
 

@@ -9,24 +9,34 @@ every change is saved before the call returns, and a restarted service recovers 
 State transitions are pure (``csi.state``) and applied to ``self.state`` between awaits, so calls on
 different keys never overwrite each other; calls on one key are serialised by a per-key lock, which
 is what makes 50 concurrent stages of one key start exactly one FUSE.
+
+Before a FUSE of a key starts, its configuration file is written beside the key's mount point
+(csi/fuseconfig.py: the node's FUSE settings with the volume's masters) and, when the program is
+installed here, ``validate-config`` checks it with the very flags (csi/fusevalidate.py); a refusal
+is FAILED_PRECONDITION with curvine-fuse's own words. The file goes with the key's mount point.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import grpc
 from google.protobuf.message import Message
 
-from csi import beneath, mounts, statefile
+from csi import beneath, fusevalidate, mounts, statefile
 from csi import state as st
 from csi.controller_service import KeyedLocks
+from csi.errors import FuseUnavailable
+from csi.fusebinary import fuse_binary_problem
 from csi.fusecmd import fuse_argv
+from csi.fuseconfig import fuse_config, write_fuse_config
 from csi.fusemanager import FuseManager
 from csi.fuserunner import FuseHandle, FuseRunner
 from csi.mountkey import fuse_mount_dir, mount_key, volume_dir
@@ -39,6 +49,8 @@ from kubectl_fluid.api.fusemount import FuseMountPhase
 log = logging.getLogger(__name__)
 
 POD_UID_KEY = "csi.storage.k8s.io/pod.uid"
+# Inside --state-dir: each embedded FUSE's output, {mount-key}.log.
+FUSE_LOG_DIR = "fuse-logs"
 
 
 class NodeService(csi_pb2_grpc.NodeServicer):
@@ -52,15 +64,19 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         mode: names.MountMode = "embedded",
         mirror: Callable[[st.NodeState], None] | None = None,
         fuse: FuseRunner | None = None,
+        fuse_settings: Mapping[str, Any] | None = None,
     ) -> None:
         self.node_id = node_id
         self.state_path = Path(state_dir) / names.CSI_STATE_FILE
         self.mount_root = mount_root
         self.fuse_command = fuse_command  # argv prefix: the binary, or an interpreter and a module
         self.mode = mode
+        # What every FUSE on this node needs in its configuration file (--fuse-config).
+        self.fuse_settings: Mapping[str, Any] = fuse_settings or {}
         self.state = statefile.load(self.state_path)
-        # Embedded unless told otherwise: a supervised child per mount key.
-        self.fuse: FuseRunner = fuse if fuse is not None else FuseManager()
+        # Embedded unless told otherwise: a supervised child per mount key, its output kept per key.
+        log_dir = str(Path(state_dir) / FUSE_LOG_DIR)
+        self.fuse: FuseRunner = fuse if fuse is not None else FuseManager(log_dir=log_dir)
         self.fuse.on_restart = self._on_fuse_restart
         self.locks = KeyedLocks()
         # Told every saved state (the FuseMount publisher); must return at once.
@@ -92,7 +108,18 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         return self.fuse.takeover(entry.key, self._argv(entry), entry.mnt_path, known)
 
     async def _launch(self, entry: st.MountEntry) -> None:
-        handle = await self.fuse.launch(entry.key, self._argv(entry), entry.mnt_path)
+        argv = self._argv(entry)
+        text = fuse_config(entry.params, self.fuse_settings)
+        await asyncio.to_thread(write_fuse_config, names.fuse_config_path(entry.mnt_path), text)
+        if fuse_binary_problem(self.fuse_command[0]) is None:
+            refused = await fusevalidate.refusal(self.fuse_command, argv[len(self.fuse_command) :])
+            if refused is not None:
+                raise FuseUnavailable(
+                    f"{self.fuse_command[-1]} refuses the FUSE of mount key {entry.key} "
+                    f"({entry.params.master_addrs}, {entry.params.fs_path}): {refused}; fix the "
+                    "StorageClass's tuning parameters or the node's --fuse-config"
+                )
+        handle = await self.fuse.launch(entry.key, argv, entry.mnt_path)
         self._save(_record_process(self.state, entry.key, handle))
 
     def _on_fuse_restart(self, key: str) -> None:
@@ -166,15 +193,45 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         key = entry.key
         if entry.refcount == 0:
             self._takeover(entry)
-            await self.fuse.stop(key)  # a standalone FUSE pod is deleted even when not adopted
-            _detach(entry.mnt_path)
-            _remove_empty(entry.mnt_path)
-            self._save(st.remove_mount(self.state, key))
+            await self._stop_key(key)  # a standalone FUSE pod is deleted even when not adopted
             return
         if not self._takeover(entry):
             await self._launch(entry)
         phase: FuseMountPhase = "Ready" if self._rebind(self.state.mounts[key]) else "Broken"
         self._save(st.set_phase(self.state, key, phase, now=st.timestamp()))
+
+    async def watch_health(self, interval: float = 2.0) -> None:
+        """Forever: ``check_health`` every ``interval`` seconds (a task of the server's life)."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.check_health()
+            except Exception:
+                log.exception("checking the FUSE mounts' health failed")
+
+    async def check_health(self) -> None:
+        """Mark Broken, saying why, every staged FUSE mount whose root answers ENOENT: its process
+        lives and the kernel shows it, but its fs-path is gone from the cache, so every pod's I/O
+        fails and a remount would only serve a new, empty directory in its place. Back to Ready
+        once the root answers again. A dead FUSE is the runner's to remount, not this."""
+        for key in list(self.state.mounts):
+            async with self.locks.hold(key):
+                entry = self.state.mounts.get(key)
+                if entry is None or entry.refcount == 0 or entry.phase not in ("Ready", "Broken"):
+                    continue
+                if await asyncio.to_thread(mounts.root_gone, entry.mnt_path):
+                    reason = (
+                        f"the FUSE's fs-path {entry.params.fs_path} is gone from the cache at"
+                        f" {entry.params.master_addrs} (its mount {entry.mnt_path} answers ENOENT): the"
+                        " master lost it, e.g. restarted without its journal; the volumes' data is not"
+                        " served. Delete the pods using them so the mount is unstaged, then start them again"
+                    )
+                    if entry.reason != reason:
+                        log.error("%s", reason, extra={"mount_key": key})
+                    self._save(st.set_phase(self.state, key, "Broken", now=st.timestamp(), reason=reason))
+                elif entry.phase == "Broken" and entry.reason is not None and self._rebind(entry):
+                    log.info("FUSE mount answers again", extra={"mount_key": key})
+                    self._save(st.set_phase(self.state, key, "Ready", now=st.timestamp()))
 
     # ------------------------------------------------------------------ CSI
 
@@ -246,6 +303,8 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         await self.fuse.stop(key)
         if entry is not None:
             _detach(entry.mnt_path)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(names.fuse_config_path(entry.mnt_path))
             _remove_empty(entry.mnt_path)
         self._save(st.remove_mount(self.state, key))
 

@@ -3,7 +3,12 @@
 Accepted keys:
 - ``master-addrs`` (required, see csi/addresses.py), ``fs-path`` (default ``/``, see csi/fspaths.py),
   ``path-type`` (``Directory``, the default, or ``DirectoryOrCreate``, exact spelling);
-- the FUSE tuning keys (csi/tuning.py), kept as sorted ``(key, value)`` pairs;
+- the FUSE tuning keys (csi/tuning.py), kept as sorted ``(flag name, value)`` pairs in the form the
+  real curvine-fuse takes them (the design document's ``entry-timeout: "0.5"`` is kept as
+  ``entry-timeout-ms: "500"``); two keys for one setting are refused, and so are combinations
+  curvine-fuse refuses (``congestion-threshold`` above ``max-background``...);
+- keys curvine-fuse dropped (``node-cache-size``): accepted and ignored with a warning, like the
+  legacy keys, so a StorageClass written for the older CLI still provisions;
 - legacy keys (``mnt-path``, ``auto-cache``, ...): accepted so old StorageClasses keep working, and
   ignored with a warning, since mount paths are generated and the other keys no longer mean anything;
 - ``csi.storage.k8s.io/*``: Kubernetes' own (the provisioner passes secrets' names and PVC/PV names
@@ -26,8 +31,8 @@ from pydantic import BaseModel, ConfigDict
 from csi.addresses import EXPECTED, normalize_master_addrs
 from csi.errors import InvalidParameter
 from csi.fspaths import normalize_path, relative_to
-from csi.tuning import normalize_tuning
-from kubectl_fluid.api import names
+from csi.tuning import check_combination, normalize_tuning, tuning_name
+from kubectl_fluid.api import curvinefuse, names
 
 PathType = names.PathType
 PATH_TYPES: tuple[PathType, ...] = (names.PATH_TYPE_DIRECTORY, names.PATH_TYPE_DIRECTORY_OR_CREATE)
@@ -102,7 +107,8 @@ def parse_params(
     master_addrs: str | None = None
     fs_path: str = names.DEFAULT_FS_PATH
     path_type: PathType = names.PATH_TYPE_DIRECTORY
-    tuning: list[tuple[str, str]] = []
+    tuning: dict[str, str] = {}
+    given_as: dict[str, str] = {}  # tuning name -> the key it was given under
     warnings: list[str] = []
     for key in sorted(raw):
         value = raw[key]
@@ -112,9 +118,17 @@ def parse_params(
             fs_path = normalize_path(value, key)
         elif key == names.PARAM_PATH_TYPE:
             path_type = _path_type(value)
-        elif key in names.FUSE_TUNING_PARAMS:
-            tuning.append((key, normalize_tuning(key, value)))
-        elif key in names.LEGACY_PARAMS:
+        elif (name := tuning_name(key)) is not None:
+            if name in given_as:
+                raise InvalidParameter(
+                    given_as[name] if given_as[name] != name else key,
+                    f"{given_as[name]} and {key} are one setting (curvine-fuse --{name}); give only {name}",
+                )
+            given_as[name] = key
+            pair = normalize_tuning(key, value)
+            if pair is not None:
+                tuning[pair[0]] = pair[1]
+        elif key in names.LEGACY_PARAMS or key in curvinefuse.FUSE_DROPPED_PARAMS:
             warnings.append(_legacy_warning(key))
         elif key in context_keys or any(key.startswith(prefix) for prefix in ignored_prefixes):
             continue
@@ -123,14 +137,15 @@ def parse_params(
                 key, "is set by the driver for each volume; remove it from the StorageClass"
             )
         else:
-            raise InvalidParameter(key, f"is not a parameter of {names.CSI_DRIVER}; {_SUPPORTED}")
+            raise InvalidParameter(key, _unknown(key))
     if master_addrs is None:
         raise InvalidParameter(names.PARAM_MASTER_ADDRS, _missing_master_message(raw))
+    check_combination(tuning)
     return VolumeParams(
         master_addrs=master_addrs,
         fs_path=fs_path,
         path_type=path_type,
-        tuning=tuple(tuning),
+        tuning=tuple(sorted(tuning.items())),
         warnings=tuple(warnings),
     )
 
@@ -154,6 +169,8 @@ def _path_type(value: str) -> PathType:
 def _legacy_warning(key: str) -> str:
     if key == names.PARAM_MNT_PATH:
         return f'parameter "{key}" is ignored: FUSE mount paths are generated per mount key'
+    if key in curvinefuse.FUSE_DROPPED_PARAMS:
+        return f'parameter "{key}" is ignored: curvine-fuse no longer has --{key}'
     return f'parameter "{key}" is accepted for compatibility and ignored'
 
 
@@ -164,8 +181,17 @@ def _missing_master_message(raw: Mapping[str, str]) -> str:
     return message
 
 
+def _unknown(key: str) -> str:
+    why = curvinefuse.FUSE_DRIVER_FLAGS.get(key)
+    if why is not None:
+        return f"is a curvine-fuse flag the driver sets itself: {why}"
+    return f"is not a parameter of {names.CSI_DRIVER}; {_SUPPORTED}"
+
+
 _SUPPORTED = (
-    f"supported are {names.PARAM_MASTER_ADDRS}, {names.PARAM_FS_PATH}, {names.PARAM_PATH_TYPE}, the FUSE "
-    f"tuning keys {', '.join(sorted(names.FUSE_TUNING_PARAMS))} and the legacy keys "
-    f"{', '.join(names.LEGACY_PARAMS)}"
+    f"supported are {names.PARAM_MASTER_ADDRS}, {names.PARAM_FS_PATH}, {names.PARAM_PATH_TYPE}, "
+    "curvine-fuse's tuning flags by their long names (curvine-fuse --help: io-threads, entry-timeout-ms, "
+    "client.block-size, ...), the older keys "
+    f"{', '.join([*curvinefuse.FUSE_RENAMED_PARAMS, *curvinefuse.FUSE_SECONDS_PARAMS])}, and the legacy keys "
+    f"{', '.join([*names.LEGACY_PARAMS, *curvinefuse.FUSE_DROPPED_PARAMS])}"
 )

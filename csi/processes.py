@@ -16,9 +16,9 @@ import os
 import signal
 from pathlib import Path
 
-from kubectl_fluid.api import names
+from kubectl_fluid.api import curvinefuse
 
-MNT_PATH_FLAG = names.fuse_flag(names.PARAM_MNT_PATH)
+MNT_PATH_FLAG = curvinefuse.flag(curvinefuse.FLAG_MNT_PATH)
 
 
 def _stat_fields(pid: int) -> list[str] | None:

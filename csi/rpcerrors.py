@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from csi.backend import BackendPathError
+from csi.backend import BackendPathError, BackendUnavailable
 from csi.errors import ClientlessVolume, FuseUnavailable, InvalidParameter, StateConflict
 
 log = logging.getLogger("csi")
@@ -48,6 +48,8 @@ def _status(err: Exception) -> tuple[grpc.StatusCode, str] | None:
         return grpc.StatusCode.FAILED_PRECONDITION, str(err)
     if isinstance(err, StateConflict):
         return grpc.StatusCode[err.code], str(err)
+    if isinstance(err, BackendUnavailable):
+        return grpc.StatusCode.UNAVAILABLE, str(err)
     return None
 
 

@@ -52,6 +52,8 @@ class MountEntry(_Record):
     phase: FuseMountPhase = "Mounting"
     # RFC 3339 time of the last phase change, when the caller supplied one.
     phase_time: str | None = None
+    # Why the phase is Broken, in words for the FuseMount (cleared by any other phase).
+    reason: str | None = None
     pid: int | None = None
     # The FUSE process's start time (/proc/PID/stat field 22): a pid alone may have been reused.
     # Absent from state files written before it was recorded.
@@ -138,7 +140,7 @@ def stage(
         }
     }
     if fuse_needed and entry.phase != "Mounting":
-        update |= {"phase": "Mounting", "phase_time": now}
+        update |= {"phase": "Mounting", "phase_time": now, "reason": None}
     return _put(state, entry.model_copy(update=update)), fuse_needed
 
 
@@ -163,7 +165,7 @@ def unstage(
     last = not volumes
     update: dict[str, object] = {"volumes": volumes}
     if last:
-        update |= {"phase": "Unmounting", "phase_time": now}
+        update |= {"phase": "Unmounting", "phase_time": now, "reason": None}
     return _put(state, entry.model_copy(update=update)), key, last
 
 
@@ -221,12 +223,19 @@ def remove_mount(state: NodeState, key: str) -> NodeState:
     return state.model_copy(update={"mounts": {k: e for k, e in state.mounts.items() if k != key}})
 
 
-def set_phase(state: NodeState, key: str, phase: FuseMountPhase, *, now: str | None = None) -> NodeState:
-    """Record a phase change of mount ``key`` (unknown key or same phase: unchanged)."""
+def set_phase(
+    state: NodeState, key: str, phase: FuseMountPhase, *, now: str | None = None, reason: str | None = None
+) -> NodeState:
+    """Record a phase change of mount ``key``, with why when ``Broken`` (unknown key, or same phase
+    and reason: unchanged). The time moves only with the phase."""
     entry = state.mounts.get(key)
-    if entry is None or entry.phase == phase:
+    reason = reason if phase == "Broken" else None
+    if entry is None or (entry.phase, entry.reason) == (phase, reason):
         return state
-    return _put(state, entry.model_copy(update={"phase": phase, "phase_time": now}))
+    update: dict[str, object] = {"phase": phase, "reason": reason}
+    if entry.phase != phase:
+        update["phase_time"] = now
+    return _put(state, entry.model_copy(update=update))
 
 
 def set_process(

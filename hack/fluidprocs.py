@@ -2,6 +2,17 @@
 CacheRuntimeClasses applied from manifests/, then the controller and the webhook as local processes
 that authenticate as their ServiceAccounts, recorded beside the control plane so ``make down`` stops
 them.
+
+The FUSE path runs on a real single-node Curvine (hack/curvinecluster.py: master and worker on free
+loopback ports, ready once written to) when its binaries are there (hack/curvinebins.py: the test
+peer folder or the cache); the CSI node services then start the real curvine-fuse and the CSI
+controller makes volume directories in Curvine itself. Without them it runs the development
+stand-in, and says so.
+
+Curvine runs as local processes of the test bed, not as the ``curvine`` CacheRuntime's component
+pods: the sample class's pods render their configuration with gomplate in an init container and
+start through the Curvine image's /entrypoint.sh, neither of which exists on this machine, and the
+pod runner runs no init containers.
 """
 
 from __future__ import annotations
@@ -18,7 +29,21 @@ from typing import Any
 
 import yaml
 
-from localcluster import NODES_DIR, REPO, Cluster, api, free_ports, log, start, wait_for
+import curvinebins
+import curvinecluster
+from localcluster import (
+    CSI_CONTROLLER_DIR,
+    CURVINE_DIR,
+    CURVINE_PROCS,
+    NODES_DIR,
+    REPO,
+    Cluster,
+    api,
+    free_ports,
+    log,
+    start,
+    wait_for,
+)
 
 MANIFESTS = REPO / "manifests"
 NAMESPACE = "fluid-system"
@@ -176,11 +201,51 @@ def apply_json(cluster: Cluster, obj: dict[str, Any]) -> None:
         raise SystemExit(f"error: kubectl apply: {run.stderr.strip()}")
 
 
-def ensure_csi_nodes(cluster: Cluster) -> None:
+def curvine_layout(cluster: Cluster) -> curvinecluster.Layout | None:
+    """The test bed's Curvine, None when its binaries are not there (the FUSE path runs the stand-in)."""
+    bins = curvinebins.find()
+    return None if bins is None else curvinecluster.Layout(cluster.state_dir / CURVINE_DIR, bins)
+
+
+def ensure_curvine(cluster: Cluster) -> curvinecluster.Layout | None:
+    """A single-node Curvine, master then worker, ready once a probe FUSE could write to it. Kept
+    when both run; otherwise started afresh on the configuration it had (same ports, same data)."""
+    layout = curvine_layout(cluster)
+    if layout is None:
+        log(f"no real Curvine ({curvinebins.peer_dir()} has no binaries): the FUSE path runs the stand-in")
+        return None
+    if all(any(p.name == n and p.alive() for p in cluster.procs) for n in CURVINE_PROCS):
+        return layout
+    from localcluster import stop
+
+    stop([p for p in cluster.procs if p.name in CURVINE_PROCS], grace=0)
+    cluster.procs = [p for p in cluster.procs if p.name not in CURVINE_PROCS]
+    if not layout.config.exists():
+        layout.write()
+    master_port = int(layout.master_addrs().rsplit(":", 1)[1])
+    cluster.ports["curvine-master"] = master_port
+    log(f"starting curvine-master ({layout.master_addrs()}) and curvine-worker ({layout.bins})")
+    master = start(cluster, "curvine-master", layout.server_argv("master"))
+    curvinecluster.wait_rpc(master_port, master.alive, "curvine-master")
+    worker = start(cluster, "curvine-worker", layout.server_argv("worker"))
+    took = curvinecluster.wait_writable(layout, lambda: master.alive() and worker.alive())
+    log(f"Curvine written to {took:.1f}s after its probe FUSE started")
+    return layout
+
+
+def fuse_program(layout: curvinecluster.Layout | None) -> list[str]:
+    """The CSI driver's FUSE flags: the real curvine-fuse with the nodes' settings, or the stand-in."""
+    if layout is None:
+        return [f"--fuse-binary={sys.executable} -m csi.fusestandin"]
+    return [f"--fuse-binary={layout.fuse}", f"--fuse-config={layout.node_settings}"]
+
+
+def ensure_csi_nodes(cluster: Cluster, layout: curvinecluster.Layout | None = None) -> None:
     """A CSI node service per kwok node (as the node DaemonSet's ServiceAccount) and the kubelet
     stand-in making kubelet's calls to them. Each node gets a kubelet directory of its own under
-    ``.dev/nodes/{node}``; the FUSE stand-in's data, shared by all nodes as a cache cluster's would
-    be, is ``.dev/curvine-data/{cluster-id}``."""
+    ``.dev/nodes/{node}``. Their FUSE is the real curvine-fuse of ``layout``; without one, the
+    stand-in, whose data, shared by all nodes as a cache cluster's would be, is
+    ``.dev/curvine-data/{cluster-id}``."""
     names = [f"fluid-csi-{node}" for node in cluster.nodes]
     standin = "kubelet-standin"
     alive = {p.name for p in cluster.procs if p.alive()}
@@ -216,7 +281,7 @@ def ensure_csi_nodes(cluster: Cluster) -> None:
                 f"--node-id={node}",
                 f"--state-dir={root / 'state'}",
                 f"--mount-root={kubelet_root / 'plugins'}",
-                f"--fuse-binary={sys.executable} -m csi.fusestandin",
+                *fuse_program(layout),
                 # Named, not left to the default: node services run here as host processes, where an
                 # embedded FUSE outlives a restart (the manifests run standalone, for containers).
                 "--mount-mode=embedded",
@@ -251,10 +316,11 @@ def ensure_csi_nodes(cluster: Cluster) -> None:
     )
 
 
-def ensure_csi_controller(cluster: Cluster) -> None:
+def ensure_csi_controller(cluster: Cluster, layout: curvinecluster.Layout | None = None) -> None:
     """``fluid-csi --mode controller`` and the real csi-provisioner beside it (as the controller
     Deployment's ServiceAccount), so PVCs of a ``curvine.csi.fluid.io`` StorageClass get volumes: a
-    directory in ``.dev/curvine-data/{cluster-id}``, which the FUSE stand-ins serve."""
+    directory in Curvine (through the controller's own FUSE mount, under ``.dev/csi-controller``),
+    or, without Curvine, in ``.dev/curvine-data/{cluster-id}``, which the FUSE stand-ins serve."""
     driver, provisioner = "fluid-csi-controller", "csi-provisioner"
     if all(any(p.name == n and p.alive() for p in cluster.procs) for n in (driver, provisioner)):
         return
@@ -263,7 +329,7 @@ def ensure_csi_controller(cluster: Cluster) -> None:
     stop([p for p in cluster.procs if p.name in (driver, provisioner)])
     cluster.procs = [p for p in cluster.procs if p.name not in (driver, provisioner)]
     kubeconfig = service_account_kubeconfig(cluster, "fluid-csi-controller")
-    root = cluster.state_dir / "csi-controller"
+    root = cluster.state_dir / CSI_CONTROLLER_DIR
     root.mkdir(parents=True, exist_ok=True)
     socket = root / "csi.sock"
     socket.unlink(missing_ok=True)
@@ -277,7 +343,12 @@ def ensure_csi_controller(cluster: Cluster) -> None:
             "csi.main",
             "--mode=controller",
             f"--endpoint=unix://{socket}",
-            f"--backend-root={cluster.state_dir / 'curvine-data'}",
+            *(
+                [f"--backend-root={cluster.state_dir / 'curvine-data'}"]
+                if layout is None
+                else ["--backend=curvine", f"--state-dir={root / 'state'}", f"--kubeconfig={kubeconfig}"]
+            ),
+            *([] if layout is None else fuse_program(layout)),
         ],
     )
     wait_for(f"{driver} socket", socket.exists, cluster, 30, [driver])

@@ -42,6 +42,12 @@ STATE_FILE = "cluster.json"
 FAKE_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 # Each kwok node's kubelet directory and CSI node service live here (make up --fluid).
 NODES_DIR = "nodes"
+# The test bed's real Curvine (hack/curvinecluster.py) and the CSI controller's own FUSE mounts.
+CURVINE_DIR = "curvine"
+CSI_CONTROLLER_DIR = "csi-controller"
+# Stopped after the FUSE processes that use them are gone (an unmount needs the master), the worker
+# first and at once: it ignores SIGTERM once the master is gone.
+CURVINE_PROCS = ("curvine-worker", "curvine-master")
 # Anything a later issue adds to the cluster (controller, webhook, CSI) is recorded beside these and
 # stops with the API server's other clients, before the API server and etcd.
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
@@ -623,10 +629,14 @@ def down(state_dir: Path) -> None:
     # Clients of the API server first, together (each takes ~2 s to shut down gracefully); then the API
     # server, which waits on etcd while shutting down if etcd goes at the same time; then etcd.
     storage = ("kube-apiserver", "etcd")
-    stop([p for p in cluster.procs if p.name not in storage])
+    stop([p for p in cluster.procs if p.name not in (*storage, *CURVINE_PROCS)])
+    release_node_mounts(state_dir / NODES_DIR)
+    release_node_mounts(state_dir / CSI_CONTROLLER_DIR)
+    for name in CURVINE_PROCS:
+        stop([p for p in cluster.procs if p.name == name], grace=0 if name == "curvine-worker" else 15)
+    shutil.rmtree(state_dir / CURVINE_DIR, ignore_errors=True)
     for name in storage:
         stop([p for p in cluster.procs if p.name == name])
-    release_node_mounts(state_dir / NODES_DIR)
     if cluster.etcd_data_dir:
         shutil.rmtree(cluster.etcd_data_dir, ignore_errors=True)
     shutil.rmtree(cluster.pki, ignore_errors=True)
@@ -727,8 +737,9 @@ def main(argv: list[str] | None = None) -> int:
 
                 fluidprocs.ensure_controller(cluster)
                 fluidprocs.ensure_webhook(cluster)
-                fluidprocs.ensure_csi_nodes(cluster)
-                fluidprocs.ensure_csi_controller(cluster)
+                layout = fluidprocs.ensure_curvine(cluster)
+                fluidprocs.ensure_csi_nodes(cluster, layout)
+                fluidprocs.ensure_csi_controller(cluster, layout)
         else:
             down(state_dir)
     return 0

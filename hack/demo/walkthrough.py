@@ -3,9 +3,12 @@
 1. Clientless: a Mooncake dataset's runtime config rendered by the controller, injected into an app
    Deployment by ``kubectl fluid inject``, and used by the app's own command (it only sources
    runtime.sh) to put a value through a real ``mooncake_master``; a second app pod gets it back.
-2. FUSE: a PVC of the ``curvine`` StorageClass (provisioned by the real csi-provisioner) used by two
-   pods on one node share one FUSE mount (``kubectl fluid mounts``); a file written through one pod's
-   volume is read through the other's; once both pods are gone the FUSE mount is gone too.
+2. FUSE: on the test bed's real Curvine (master and worker started by ``make up``), a PVC of the
+   ``curvine`` StorageClass (provisioned by the real csi-provisioner: its directory made in Curvine)
+   used by two pods on one node share one real curvine-fuse (``kubectl fluid mounts``); a file
+   written through one pod's volume is read through the other's, and through a curvine-fuse of its
+   own mounting the volume's directory; once both pods are gone the FUSE mount is gone too. Without
+   Curvine's binaries ``make up`` runs the development stand-in, and so does this.
 
 kwok runs no containers: the pods whose commands matter (the Mooncake master and worker, the apps)
 run through hack/podrunner.py as local processes, from their *stored* specs. Everything printed is
@@ -29,8 +32,11 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+import yaml
 from podrunner import PodProcess, PodResult, find_kubectl, run_pod, start_pod
 
+import curvinebins
+import curvinecluster
 from demo.apps import app_container, injected_pod
 from kubectl_fluid.api import names
 
@@ -276,9 +282,32 @@ def master_metric(port: int, name: str) -> float:
 # ------------------------------------------------------------------ FUSE
 
 
+def curvine(k: Cluster) -> curvinecluster.Layout | None:
+    """The real Curvine ``make up`` started, None when it runs the stand-in."""
+    layout = curvinecluster.Layout(k.state_dir / "curvine", curvinebins.cache_dir())
+    return layout if layout.config.exists() and curvinebins.cached() else None
+
+
+def storage_class(layout: curvinecluster.Layout | None) -> dict[str, Any]:
+    """The sample StorageClass, its master-addrs the test bed's Curvine master."""
+    sc: dict[str, Any] = yaml.safe_load(
+        (REPO / "manifests" / "samples" / "storageclass-curvine.yaml").read_text()
+    )
+    if layout is not None:
+        sc["parameters"][names.PARAM_MASTER_ADDRS] = layout.master_addrs()
+    return sc
+
+
 def fuse(k: Cluster) -> None:
+    layout = curvine(k)
     step("FUSE data path: one PVC, two pods on one node, one shared FUSE mount")
-    k.run("apply", "-f", str(REPO / "manifests" / "samples" / "storageclass-curvine.yaml"))
+    if layout is None:
+        say("no real Curvine in this test bed: the FUSE program is the development stand-in")
+    else:
+        say(f"Curvine {curvinebins.version()}: master {layout.master_addrs()} and a worker, from make up")
+    # A StorageClass's parameters are immutable: one left from a test bed on other ports goes first.
+    k.run("delete", "storageclass", "curvine", "--ignore-not-found", show=False)
+    k.apply(storage_class(layout))
     claim = {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
@@ -322,6 +351,8 @@ def fuse(k: Cluster) -> None:
     say(f"reader-b reads: {(target_b / 'hello.txt').read_text().strip()!r}")
     if (target_b / "hello.txt").read_text().strip() != text:
         raise DemoError("reader-b did not see reader-a's file")
+    if layout is not None:
+        independent(k, layout, pv, text)
 
     step("Deleting both pods: targets unpublished, the volume unstaged, FUSE stopped")
     k.run("delete", "pod", "reader-a", "reader-b", "-n", NS, "--wait=true")
@@ -335,6 +366,18 @@ def fuse(k: Cluster) -> None:
     if still:
         raise DemoError(f"mounts left under {kubelet_root}: {still}")
     say("no FUSE mount and no bind mount left on the node")
+
+
+def independent(k: Cluster, layout: curvinecluster.Layout, pv: str, text: str) -> None:
+    """A curvine-fuse of its own, not the driver's, on the volume's directory in Curvine."""
+    curvine_path = k.get_json("pv", pv)["spec"]["csi"]["volumeAttributes"][names.PARAM_CURVINE_PATH]
+    step(f"A curvine-fuse of its own (not the driver's) mounting {curvine_path} reads the same file")
+    mnt = k.state_dir / "demo-independent" / "fuse-mount"
+    with curvinecluster.mounted(layout, curvine_path, mnt) as fuse:
+        seen = (mnt / "hello.txt").read_text().strip()
+        say(f"curvine-fuse pid {fuse.pid} --fs-path {curvine_path}: hello.txt says {seen!r}")
+    if seen != text:
+        raise DemoError(f"the independent curvine-fuse read {seen!r}, expected {text!r}")
 
 
 def volume_pod(name: str) -> dict[str, Any]:

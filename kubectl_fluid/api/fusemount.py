@@ -42,6 +42,7 @@ class FuseMountStatus(KubeModel):
     pid: int | None = Field(default=None, description="FUSE process id (embedded mode).")
     pod_name: str | None = Field(default=None, description="FUSE pod (standalone mode).")
     last_transition_time: str | None = Field(default=None, json_schema_extra=DATE_TIME)
+    reason: str | None = Field(default=None, description="Why the mount is Broken, and what to do.")
 
 
 class FuseMount(Resource):

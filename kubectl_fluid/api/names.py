@@ -175,28 +175,7 @@ DEFAULT_FS_PATH: Final = "/"
 PathType = Literal["Directory", "DirectoryOrCreate"]
 PATH_TYPE_DIRECTORY: Final = "Directory"
 PATH_TYPE_DIRECTORY_OR_CREATE: Final = "DirectoryOrCreate"
-# FUSE tuning parameters, passed to curvine-fuse as ``--key value``, grouped by the shape of their
-# value (csi/tuning.py checks each group's shape).
-FUSE_COUNT_PARAMS: Final = (
-    "io-threads",
-    "worker-threads",
-    "mnt-per-task",
-    "fuse-channel-size",
-    "stream-channel-size",
-    "node-cache-size",
-    "mnt-number",
-)
-FUSE_U16_PARAMS: Final = ("max-background", "congestion-threshold")
-FUSE_SWITCH_PARAMS: Final = ("clone-fd", "direct-io", "cache-readdir")
-FUSE_TIMEOUT_PARAMS: Final = ("entry-timeout", "attr-timeout", "negative-timeout")
-FUSE_DURATION_PARAMS: Final = ("node-cache-timeout",)
-FUSE_TUNING_PARAMS: Final = (
-    *FUSE_COUNT_PARAMS,
-    *FUSE_U16_PARAMS,
-    *FUSE_SWITCH_PARAMS,
-    *FUSE_TIMEOUT_PARAMS,
-    *FUSE_DURATION_PARAMS,
-)
+# FUSE tuning parameters: kubectl_fluid/api/curvinefuse.py (the real curvine-fuse's flags).
 # Legacy: how old StorageClasses named the master before ``master-addrs``; no longer read.
 PARAM_MASTER_HOSTNAME: Final = "master-hostname"
 PARAM_MASTER_RPC_PORT: Final = "master-rpc-port"
@@ -432,9 +411,14 @@ def fuse_mount_path(mount_key: str, plugins_root: str = KUBELET_PLUGINS_ROOT) ->
     return f"{fuse_mount_key_dir(mount_key, plugins_root)}/fuse-mount"
 
 
-def fuse_flag(param: str) -> str:
-    """curvine-fuse's command-line flag for a parameter: the parameter name as a long option."""
-    return f"--{param}"
+# curvine-fuse's configuration file of one mount key, beside its mount point (so a standalone FUSE
+# pod, which mounts the key's directory, reads it at the same path).
+FUSE_CONFIG_FILE: Final = "curvine-fuse.toml"
+
+
+def fuse_config_path(mnt_path: str) -> str:
+    """The configuration file of the FUSE mounted at ``mnt_path`` (a mount key's mount point)."""
+    return f"{mnt_path.rsplit('/', 1)[0]}/{FUSE_CONFIG_FILE}"
 
 
 def csi_staging_root(plugins_root: str = KUBELET_PLUGINS_ROOT) -> str:

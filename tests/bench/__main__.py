@@ -11,7 +11,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.bench import bench_api, bench_cli, bench_cluster, bench_controller, bench_csi, bench_webhook
+from tests.bench import (
+    bench_api,
+    bench_cli,
+    bench_cluster,
+    bench_controller,
+    bench_csi,
+    bench_curvine,
+    bench_webhook,
+)
 from tests.bench.report import Report
 
 
@@ -20,6 +28,7 @@ def run_all(report: Report, kubeconfig: Path, workdir: Path) -> None:
     bench_controller.run(report, kubeconfig, workdir)
     bench_webhook.run(report, kubeconfig, workdir)
     bench_csi.run(report)
+    bench_curvine.run(report)
     bench_cli.run(report, kubeconfig, workdir)
 
 

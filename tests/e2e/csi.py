@@ -1,6 +1,7 @@
-"""The CSI node side as the e2e tests run it: a node service per node (real FUSE stand-in, real bind
-mounts) and the kubelet stand-in making kubelet's calls for pods on that node, plus a loopback TCP
-proxy in front of the API server so a test can cut the node service off from it and restore it.
+"""The CSI node side as the e2e tests run it: a node service per node (real FUSE: the stand-in, or
+the real curvine-fuse; real bind mounts) and the kubelet stand-in making kubelet's calls for pods on
+that node, plus a loopback TCP proxy in front of the API server so a test can cut the node service
+off from it and restore it.
 
 The node a test uses is a Node object the test creates (kwok marks it Ready on the local cluster; on
 any other cluster it simply has no kubelet), so the suite runs unchanged on kind: no real kubelet
@@ -9,6 +10,7 @@ ever sees these pods."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import selectors
 import signal
@@ -129,13 +131,15 @@ def via_proxy(kubeconfig: Path, proxy: ApiProxy, out: Path) -> Path:
 
 @dataclass
 class CsiNode(LocalProcess):
-    """``fluid-csi --mode node`` for one node, with the FUSE stand-in serving ``data/{cluster-id}``."""
+    """``fluid-csi --mode node`` for one node; its FUSE is the stand-in serving ``data/{cluster-id}``
+    unless ``fuse`` names another program (``--fuse-binary``, ``--fuse-config``...)."""
 
     name: str
     root: Path
     kubeconfig: Path
     proc: subprocess.Popen[bytes] | None = None
     extra: list[str] = field(default_factory=list)
+    fuse: list[str] = field(default_factory=lambda: ["--fuse-binary", f"{sys.executable} -m csi.fusestandin"])
 
     @property
     def socket(self) -> Path:
@@ -158,8 +162,7 @@ class CsiNode(LocalProcess):
         argv = [
             sys.executable, "-m", "csi.main", "--mode", "node", "--endpoint", f"unix://{self.socket}",
             "--node-id", self.name, "--state-dir", str(self.root / "state"),
-            "--mount-root", str(self.kubelet_root / "plugins"),
-            "--fuse-binary", f"{sys.executable} -m csi.fusestandin",
+            "--mount-root", str(self.kubelet_root / "plugins"), *self.fuse,
             "--kubeconfig", str(self.kubeconfig), "--log-format", "text", *self.extra,
         ]  # fmt: skip
         env = {**os.environ, "CURVINE_STANDIN_DATA": str(self.data)}
@@ -202,16 +205,21 @@ class CsiNode(LocalProcess):
         assert leftover == [], f"mounts left behind: {leftover}"
 
     def fuse_pids(self) -> list[int]:
-        """Live FUSE stand-ins of this node (their --mnt-path lies under its root)."""
+        """Live FUSE processes of this node: the stand-in or curvine-fuse, their --mnt-path under its
+        root (a zombie serves nothing: left out)."""
         pids = []
+        root = str(self.root).encode()
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue
             try:
                 argv = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
+                if (entry / "stat").read_bytes().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    continue
+            except (OSError, IndexError):
                 continue
-            if b"csi.fusestandin" in argv and any(a.startswith(str(self.root).encode()) for a in argv):
+            mounting = any(a == b"--mnt-path" and m.startswith(root) for a, m in itertools.pairwise(argv))
+            if mounting and b"validate-config" not in argv:
                 pids.append(int(entry.name))
         return pids
 

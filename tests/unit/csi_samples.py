@@ -26,7 +26,7 @@ def params(**extra: str) -> VolumeParams:
 KEY_PARAMS = (
     params(),
     params(**{names.PARAM_FS_PATH: "/b"}),
-    params(**{names.FUSE_COUNT_PARAMS[0]: "4"}),
+    params(**{"worker-threads": "4"}),
 )
 VOLUME_KEYS = (0, 0, 0, 1, 1, 2)
 TARGETS = ("/pods/p1/mount", "/pods/p2/mount", "/pods/p3/mount")

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from csi import fusestandin
+from kubectl_fluid.api import curvinefuse as cf
 from kubectl_fluid.api import names
 
 pytestmark = pytest.mark.skipif(
@@ -354,10 +355,19 @@ def test_a_mount_point_in_use_is_refused(standins: Standins) -> None:
     assert s.proc.poll() is None
 
 
-def test_every_tuning_flag_is_accepted(standins: Standins) -> None:
-    extra = [arg for key in names.FUSE_TUNING_PARAMS for arg in (f"--{key}", "1")]
+def test_every_flag_of_the_real_cli_is_accepted(standins: Standins, tmp_path: Path) -> None:
+    """Whatever argv the driver builds for the real curvine-fuse, the stand-in takes too."""
+    conf = tmp_path / "curvine-fuse.toml"
+    conf.write_text('[client]\nmaster_addrs = [{ hostname = "10.0.0.1", port = 8995 }]\n')
+    extra = ["--conf", str(conf)]
+    switches = (*cf.FUSE_SWITCH_PARAMS, *cf.FUSE_CLIENT_SWITCH_PARAMS)
+    for key in cf.FUSE_TUNING_PARAMS:
+        if key in cf.FUSE_PRESENCE_PARAMS:
+            extra.append(f"--{key}")
+        else:
+            extra += [f"--{key}", "true" if key in switches else "1"]
     s = standins.start(extra=extra)
-    (s.mnt / "f").write_text("tuned")  # direct-io 1 is on: reads and writes bypass the page cache
+    (s.mnt / "f").write_text("tuned")  # direct-io is on: reads and writes bypass the page cache
     assert (s.backing / "f").read_text() == "tuned"
     assert (s.mnt / "f").read_text() == "tuned"
 
@@ -381,11 +391,23 @@ def test_an_unknown_flag_exits_2_without_mounting(standins: Standins, tmp_path: 
     ("args", "message"),
     [
         (["--fs-path", "/", "--mnt-path", "/m"], "--master-addrs"),
+        (["--master-addrs", "h:1", "--fs-path", "/"], "--mnt-path"),
         (["--master-addrs", "h", "--fs-path", "/", "--mnt-path", "/m"], "is not host:port"),
         (["--master-addrs", "h:1,:2", "--fs-path", "/", "--mnt-path", "/m"], "is not host:port"),
         (["--master-addrs", "h:1", "--fs-path", "rel", "--mnt-path", "/m"], "is not absolute"),
         (["--master-addrs", "h:1", "--fs-path", "/a/../b", "--mnt-path", "/m"], "contains '..'"),
-        (["--master-addrs", "h:1", "--fs-path", "/", "--mnt-path", "/m", "--attr-timeout", "-1"], ">= 0"),
+        (["--master-addrs", "h:1", "--fs-path", "/", "--mnt-path", "/m", "--attr-timeout-ms", "-1"], ">= 0"),
+        (["--master-addrs", "h:1", "--fs-path", "/", "--mnt-path", "/m", "--attr-timeout-ms", "0.5"], ">= 0"),
+        # The design document's flags: the real binary refuses them, so does the stand-in.
+        (
+            ["--master-addrs", "h:1", "--fs-path", "/", "--mnt-path", "/m", "--attr-timeout", "1"],
+            "unrecognized",
+        ),
+        (
+            ["--master-addrs", "h:1", "--fs-path", "/", "--mnt-path", "/m", "--node-cache-size", "1"],
+            "unrecognized",
+        ),
+        (["--master-addrs", "h:1", "--fs-path", "/", "--mnt-path", "/m", "--clone-fd", "1"], "true or"),
         (["--master-addrs", "h:1", "--fs-path", "/", "--mnt-path", "/m", "--direct-io", "maybe"], "true or"),
         # No prefix matching: the real binary has none either.
         (["--master-addrs", "h:1", "--fs-path", "/", "--mnt-path", "/m", "--entry", "1"], "unrecognized"),
@@ -398,6 +420,40 @@ def test_bad_command_lines_are_usage_errors(
         fusestandin.parse_args(args)
     assert exc.value.code == fusestandin.EXIT_USAGE
     assert message in capsys.readouterr().err
+
+
+def test_masters_come_from_the_configuration_file_without_master_addrs(tmp_path: Path) -> None:
+    conf = tmp_path / "c.toml"
+    conf.write_text(
+        '[client]\nmaster_addrs = [{ hostname = "fd00::1", port = 8995 }, { hostname = "m2", port = 1 }]\n'
+    )
+    opts = fusestandin.parse_args(["--conf", str(conf), "--mnt-path", "/m", "--debug"])
+    assert opts.master_addrs == "[fd00::1]:8995,m2:1"
+    assert opts.fs_path == "/"
+    assert opts.tuning == {"debug": "true"}
+
+
+def test_a_missing_configuration_file_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        fusestandin.parse_args(
+            ["--conf", str(tmp_path / "none.toml"), "--master-addrs", "h:1", "--mnt-path", "/m"]
+        )
+    assert exc.value.code == fusestandin.EXIT_FAILED
+    assert "none.toml" in capsys.readouterr().err
+
+
+def test_validate_config_checks_the_command_line_and_mounts_nothing(
+    standins: Standins, tmp_path: Path
+) -> None:
+    mnt = tmp_path / "v"
+    ok = standins.run("validate-config", "--master-addrs", "h:1", "--mnt-path", str(mnt), "--io-threads", "2")
+    assert ok.returncode == fusestandin.EXIT_OK, ok.stderr
+    bad = standins.run(
+        "validate-config", "--master-addrs", "h:1", "--mnt-path", str(mnt), "--entry-timeout", "1"
+    )
+    assert bad.returncode == fusestandin.EXIT_USAGE
+    assert str(mnt) not in fusestandin.mount_points()
+    assert not mnt.exists()
 
 
 def test_parse_args_normalises_paths_and_keeps_tuning_values(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import grpc
 import pytest
 
-from csi.backend import BackendPathError, LocalBackend
+from csi.backend import BackendPathError, Cluster, LocalBackend
 from csi.controller_service import ControllerServicer
 from csi.identity import IdentityServicer
 from csi.proto import csi_pb2, csi_pb2_grpc
@@ -471,12 +471,13 @@ def test_local_backend_refuses_paths_outside_a_cluster(tmp_path: Path) -> None:
     (tmp_path / CLUSTER).mkdir()
     (tmp_path / "outside").mkdir()
     (tmp_path / CLUSTER / "link").symlink_to(tmp_path / "outside")
-    for cluster, path in [("../x", "/a"), (CLUSTER, "/a/../b"), (CLUSTER, "a"), (CLUSTER, "/link/sub")]:
+    ours = Cluster(CLUSTER)
+    for cluster, path in [(Cluster("../x"), "/a"), (ours, "/a/../b"), (ours, "a"), (ours, "/link/sub")]:
         with pytest.raises(BackendPathError):
-            backend.mkdirs(cluster, path)
+            asyncio.run(backend.mkdirs(cluster, path))
     with pytest.raises(BackendPathError):
-        backend.remove(CLUSTER, "/")
-    backend.remove(CLUSTER, "/link")  # the link goes, not what it points to
+        asyncio.run(backend.remove(ours, "/"))
+    asyncio.run(backend.remove(ours, "/link"))  # the link goes, not what it points to
     assert (tmp_path / "outside").is_dir()
     assert not (tmp_path / CLUSTER / "link").exists()
 

@@ -15,6 +15,7 @@ from csi.errors import InvalidParameter
 from csi.fusecmd import fuse_args, fuse_argv
 from csi.mountkey import fuse_mount_dir, mount_key, mount_key_dir, pod_sub_path, staging_path
 from csi.params import FuseParams, parse_params
+from kubectl_fluid.api import curvinefuse as cf
 from kubectl_fluid.api import names
 from tests.unit.csi_samples import MASTERS, params
 
@@ -59,7 +60,7 @@ def test_mount_key_ignores_spelling_and_path_type() -> None:
 FS_PATHS = st.lists(st.sampled_from(["a", "b", "ab", "a.b", "x-1"]), max_size=3).map(
     lambda s: "/" + "/".join(s)
 )
-TUNING = st.dictionaries(st.sampled_from(names.FUSE_COUNT_PARAMS), st.integers(0, 99).map(str), max_size=3)
+TUNING = st.dictionaries(st.sampled_from(cf.FUSE_COUNT_PARAMS), st.integers(0, 99).map(str), max_size=3)
 MASTER_SETS = st.sampled_from(["m1:8995", "m2:8995", "m1:8996", "m1:8995,m2:8995", "m2:8995,m1:8995"])
 
 
@@ -120,16 +121,21 @@ def test_pod_sub_path_refuses_paths_outside_fs_path(fs_path: str, curvine_path: 
 
 
 def test_fuse_argv() -> None:
-    p = params(**{FS: "/data", "worker-threads": "8", "io-threads": "4", "direct-io": "true"})
+    p = params(
+        **{FS: "/data", "worker-threads": "8", "io-threads": "4", "direct-io": "true", "debug": "true"}
+    )
     argv = fuse_argv("/opt/curvine/curvine-fuse", p, "/mnt/x y")
     assert argv == [
         "/opt/curvine/curvine-fuse",
+        "--conf",
+        "/mnt/curvine-fuse.toml",
         "--master-addrs",
         MASTERS,
         "--fs-path",
         "/data",
         "--mnt-path",
         "/mnt/x y",
+        "--debug",
         "--direct-io",
         "true",
         "--io-threads",
@@ -139,4 +145,13 @@ def test_fuse_argv() -> None:
     ]
     assert fuse_args(p, "/mnt/x y") == argv[1:]
     assert fuse_argv(names.FUSE_BINARY, params(), "/m")[0] == names.FUSE_BINARY
-    assert len(fuse_argv("f", params(), "/m")) == 7
+    assert len(fuse_argv("f", params(), "/m")) == 9
+
+
+def test_fuse_argv_leaves_ipv6_masters_to_the_configuration_file() -> None:
+    """curvine-fuse's --master-addrs splits an entry at its first colon: an IPv6 master cannot be
+    named there, only in the configuration file's [client] master_addrs."""
+    p = parse_params({MASTER: "[fd00::1]:8995,m2:8995"})
+    assert fuse_args(p, "/k/fuse-mount") == [
+        "--conf", "/k/curvine-fuse.toml", "--fs-path", "/", "--mnt-path", "/k/fuse-mount"
+    ]  # fmt: skip

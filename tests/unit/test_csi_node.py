@@ -136,7 +136,7 @@ class Driver:
         return [
             int(line.split()[0])
             for line in out.splitlines()
-            if "-m csi.fusestandin --master-addrs" in line and plugins in line
+            if "-m csi.fusestandin --conf" in line and plugins in line
         ]
 
     def state(self) -> dict[str, Any]:
@@ -511,3 +511,35 @@ def test_a_working_fuse_binary_is_ready(tmp_path: Path) -> None:
     ready, port = with_health(tmp_path)
     with running(ready):
         assert readyz(port) == 200
+
+
+def test_a_fuse_whose_fs_path_is_gone_from_the_cache_is_broken_with_the_reason_then_ready_again(
+    driver: Driver,
+) -> None:
+    """What a restarted Curvine master without its namespace does to a live curvine-fuse: the mount
+    stays, its root answers ENOENT. The FuseMount must not say Ready over it."""
+    volume, staging, target = driver.published("pv-gone")
+    (fuse,) = driver.fuse_pids()
+    root = driver.backing("/")
+    aside = root.with_name(root.name + ".aside")
+    root.rename(aside)
+
+    def phase() -> tuple[str, str]:
+        (entry,) = driver.state()["mounts"].values()
+        return entry["phase"], entry.get("reason") or ""
+
+    deadline = time.monotonic() + 15
+    while phase()[0] != "Broken":
+        assert time.monotonic() < deadline, f"never Broken: {phase()}"
+        time.sleep(0.2)
+    assert "fs-path / is gone from the cache" in phase()[1]
+    assert driver.fuse_pids() == [fuse], "a mount whose root is gone is not remounted"
+
+    aside.rename(root)
+    deadline = time.monotonic() + 15
+    while phase() != ("Ready", ""):
+        assert time.monotonic() < deadline, f"never Ready again: {phase()}"
+        time.sleep(0.2)
+    driver.unpublish(volume, target)
+    driver.unstage(volume, staging)
+    assert leftovers(driver) == []

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from csi import tuning
 from csi.errors import InvalidParameter
 from csi.params import VolumeParams, normalize_curvine_path, parse_params
+from kubectl_fluid.api import curvinefuse as cf
 from kubectl_fluid.api import names
 from tests.unit.csi_samples import MASTERS, params
 
@@ -73,7 +74,7 @@ def test_path_type_and_tuning() -> None:
     # Sorted by key, values canonical.
     assert got.tuning == (
         ("direct-io", "true"),
-        ("entry-timeout", "0.5"),
+        ("entry-timeout-ms", "500"),
         ("io-threads", "4"),
         ("max-background", "65535"),
         ("node-cache-timeout", "30m"),
@@ -101,8 +102,8 @@ def test_kubernetes_keys_are_ignored() -> None:
 
 
 def test_every_tuning_key_has_a_shape() -> None:
-    assert set(tuning.SHAPES) == set(names.FUSE_TUNING_PARAMS)
-    assert len(names.FUSE_TUNING_PARAMS) == len(set(names.FUSE_TUNING_PARAMS)) == 16
+    assert set(tuning.SHAPES) == set(cf.FUSE_TUNING_PARAMS)
+    assert len(cf.FUSE_TUNING_PARAMS) == len(set(cf.FUSE_TUNING_PARAMS)) == 81
 
 
 INVALID: list[tuple[dict[str, str], str, str]] = [
@@ -147,7 +148,8 @@ INVALID: list[tuple[dict[str, str], str, str]] = [
     ({"io-threads": "-4"}, "io-threads", "integer"),
     ({"io-threads": "4.0"}, "io-threads", "integer"),
     ({"io-threads": str(2**32)}, "io-threads", "integer"),
-    ({"mnt-number": "--debug"}, "mnt-number", "integer"),
+    ({"mnt-number": "--debug"}, "mnt-number", "1: more mount points"),
+    ({"worker-threads": "--debug"}, "worker-threads", "integer"),
     ({"max-background": "65536"}, "max-background", "65535"),
     ({"clone-fd": "yes"}, "clone-fd", "true or false"),
     ({"clone-fd": "1"}, "clone-fd", "true or false"),
@@ -229,7 +231,8 @@ def test_curvine_path_refusals(curvine_path: str, fs_path: str, words: str) -> N
     assert words in caught.value.message
 
 
-NUMERIC_KEYS = [key for key in names.FUSE_TUNING_PARAMS if key not in names.FUSE_SWITCH_PARAMS]
+# Keys whose values are bounded by 2^32-1 (of their unit).
+NUMERIC_KEYS = [*cf.FUSE_COUNT_PARAMS, *cf.FUSE_CLIENT_COUNT_PARAMS, *cf.FUSE_DURATION_PARAMS]
 
 
 @settings(max_examples=200, deadline=None)
@@ -242,7 +245,7 @@ NUMERIC_KEYS = [key for key in names.FUSE_TUNING_PARAMS if key not in names.FUSE
 def test_numbers_of_any_length_are_a_value_or_invalid_argument(
     key: str, zeros: int, digits: str, unit: str
 ) -> None:
-    value = "0" * zeros + digits + (unit if key in names.FUSE_DURATION_PARAMS else "")
+    value = "0" * zeros + digits + (unit if key in cf.FUSE_DURATION_PARAMS else "")
     refused: str | None = None
     try:
         got = dict(parse_params({MASTER: MASTERS, key: value}).tuning)[key]
@@ -260,7 +263,16 @@ def test_leading_zeros_of_a_long_count_are_dropped() -> None:
     assert parse_params({MASTER: MASTERS, "io-threads": "0" * 5000 + "7"}).tuning == (("io-threads", "7"),)
 
 
-KNOWN_KEYS = [FS, PATH_TYPE, *names.FUSE_TUNING_PARAMS, *names.LEGACY_PARAMS, "csi.storage.k8s.io/x"]
+KNOWN_KEYS = [
+    FS,
+    PATH_TYPE,
+    *cf.FUSE_TUNING_PARAMS,
+    *cf.FUSE_RENAMED_PARAMS,
+    *cf.FUSE_SECONDS_PARAMS,
+    *cf.FUSE_DROPPED_PARAMS,
+    *names.LEGACY_PARAMS,
+    "csi.storage.k8s.io/x",
+]
 VALUES = st.one_of(
     st.text(max_size=12),
     st.sampled_from(

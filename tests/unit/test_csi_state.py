@@ -135,6 +135,21 @@ def test_process_and_phase() -> None:
     assert node.set_process(s3, "unknown", pid=1) is s3
 
 
+def test_a_broken_phase_says_why_and_any_other_phase_forgets_it() -> None:
+    s1, _ = stage(node.NodeState(), "v1")
+    s2 = node.set_phase(s1, KEY, "Broken", now="t1", reason="gone")
+    assert (s2.mounts[KEY].phase, s2.mounts[KEY].reason, s2.mounts[KEY].phase_time) == (
+        "Broken",
+        "gone",
+        "t1",
+    )
+    assert node.set_phase(s2, KEY, "Broken", now="t2", reason="gone") is s2
+    s3 = node.set_phase(s2, KEY, "Broken", now="t2", reason="other")
+    assert (s3.mounts[KEY].reason, s3.mounts[KEY].phase_time) == ("other", "t1")  # the phase did not move
+    s4 = node.set_phase(s3, KEY, "Ready", now="t3", reason="ignored")
+    assert (s4.mounts[KEY].phase, s4.mounts[KEY].reason) == ("Ready", None)
+
+
 def test_timestamp_format() -> None:
     from datetime import datetime, timedelta, timezone
 

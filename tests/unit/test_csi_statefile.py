@@ -182,7 +182,12 @@ def test_to_fusemount() -> None:
     }
     assert model.spec.mount_key == KEY
     assert model.spec.cluster_id == names.cluster_id(KEY_PARAMS[0].master_addrs)
-    assert model.spec.fuse_args[:2] == ["--master-addrs", KEY_PARAMS[0].master_addrs]
+    assert model.spec.fuse_args[:4] == [
+        "--conf",
+        names.fuse_config_path(entry.mnt_path),
+        "--master-addrs",
+        KEY_PARAMS[0].master_addrs,
+    ]
     assert obj["spec"]["clusterID"] == model.spec.cluster_id
     assert obj["status"] == {
         "phase": "Ready",

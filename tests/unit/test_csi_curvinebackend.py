@@ -1,0 +1,187 @@
+"""The controller's Curvine backend (a FUSE mount of each cluster's root that the controller owns)
+over real gRPC, with the stand-in as its FUSE program here (test_curvine.py runs it on the real
+Curvine): directories made and removed through the mount, the masters of a deleted volume found in
+memory or in its PV, never in another volume's PV, and the mounts gone when the service stops."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from csi import mounts
+from csi.backend import BackendPathError, BackendUnavailable, Cluster
+from csi.controller_service import ControllerServicer, masters_of_pv
+from csi.curvinebackend import CurvineBackend
+from csi.identity import IdentityServicer
+from csi.proto import csi_pb2, csi_pb2_grpc
+from csi.server import CsiServer
+from csi.volumes import parse_volume_handle
+from kubectl_fluid.api import names
+from tests.unit.test_csi_grpc import LoopThread, create_request
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or not Path("/dev/fuse").exists(), reason="real FUSE mounts need root and /dev/fuse"
+)
+
+MASTERS = "m1.cache:8995"
+CLUSTER = names.cluster_id(MASTERS)
+STANDIN = [sys.executable, "-m", "csi.fusestandin"]
+
+
+class Bed:
+    """The controller service on a unix socket, its backend mounting stand-ins over ``data``."""
+
+    def __init__(self, root: Path, pvs: dict[str, Mapping[str, Any]]) -> None:
+        self.root, self.pvs = root, pvs
+        self.data = root / "data"
+        os.environ["CURVINE_STANDIN_DATA"] = str(self.data)
+        self.loop = LoopThread()
+        self.backend = CurvineBackend(STANDIN, str(root / "mounts"))
+        self.lookups: list[str] = []
+        self.server = self._serve()
+        self.channel = grpc.insecure_channel(f"unix://{root / 'csi.sock'}")
+        self.controller = csi_pb2_grpc.ControllerStub(self.channel)
+
+    def _serve(self) -> CsiServer:
+        async def lookup(name: str) -> Mapping[str, Any] | None:
+            self.lookups.append(name)
+            return self.pvs.get(name)
+
+        servicer = ControllerServicer(self.backend, lookup)
+        server = CsiServer(str(self.root / "csi.sock"), identity=IdentityServicer(), controller=servicer)
+        self.loop.run(server.start())
+        return server
+
+    def restart(self) -> None:
+        """A new controller process: nothing remembered, the same backend tree."""
+        self.loop.run(self.server.stop(0))
+        self.server = self._serve()
+
+    def close(self) -> None:
+        self.channel.close()
+        self.loop.run(self.server.stop(0))
+        self.loop.run(self.backend.close())
+        self.loop.close()
+        os.environ.pop("CURVINE_STANDIN_DATA", None)
+
+
+@pytest.fixture
+def bed() -> Iterator[Bed]:
+    root = Path(tempfile.mkdtemp(prefix="cvb-"))  # a short path: the socket's must fit 107 bytes
+    b = Bed(root, {})
+    try:
+        yield b
+    finally:
+        b.close()
+        for m in reversed(mounts.mount_table()):
+            if m.mount_point.startswith(str(root)):
+                mounts.unmount(m.mount_point, lazy=True)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def pv_csi(handle: str, masters: str = MASTERS) -> dict[str, Any]:
+    return {
+        "driver": names.CSI_DRIVER,
+        "volumeHandle": handle,
+        "volumeAttributes": {names.PARAM_MASTER_ADDRS: masters},
+    }
+
+
+def create(bed: Bed, name: str) -> csi_pb2.Volume:
+    request = create_request(name)
+    request.parameters.clear()
+    request.parameters.update(
+        {
+            names.PARAM_MASTER_ADDRS: MASTERS,
+            names.PARAM_FS_PATH: "/vols",
+            names.PARAM_PATH_TYPE: names.PATH_TYPE_DIRECTORY_OR_CREATE,
+        }
+    )
+    return bed.controller.CreateVolume(request).volume
+
+
+def test_volumes_are_made_and_removed_through_the_controllers_own_mount(bed: Bed) -> None:
+    volume = create(bed, "pvc-a")
+    directory = bed.data / CLUSTER / "vols" / "pvc-a"
+    assert directory.is_dir()
+    mnt = bed.backend.mount_path(CLUSTER)
+    assert (mnt / "vols" / "pvc-a").is_dir()  # through the mount, not around it
+    assert mounts.mounted_at(str(mnt))
+    assert Path(names.fuse_config_path(str(mnt))).is_file()
+
+    bed.controller.DeleteVolume(csi_pb2.DeleteVolumeRequest(volume_id=volume.volume_id))
+    assert not directory.exists()
+    assert (bed.data / CLUSTER / "vols").is_dir()
+    assert bed.lookups == []  # CreateVolume told it the masters
+
+    bed.loop.run(bed.backend.close())
+    assert not mounts.mounted_at(str(mnt))
+    assert not (bed.root / "mounts" / CLUSTER).exists()
+
+
+def test_after_a_restart_the_masters_come_from_the_volumes_pv(bed: Bed) -> None:
+    volume = create(bed, "pvc-b")
+    bed.restart()
+    bed.pvs["pvc-b"] = pv_csi(volume.volume_id)
+    bed.controller.DeleteVolume(csi_pb2.DeleteVolumeRequest(volume_id=volume.volume_id))
+    assert bed.lookups == ["pvc-b"]
+    assert not (bed.data / CLUSTER / "vols" / "pvc-b").exists()
+
+
+@pytest.mark.parametrize(
+    "pv",
+    [
+        None,  # gone
+        pv_csi("other@/vols@pvc-c"),  # another volume's PV of that name
+        pv_csi(f"{CLUSTER}@/vols@pvc-c", masters="m2.cache:8995"),  # masters of another cluster
+        {**pv_csi(f"{CLUSTER}@/vols@pvc-c"), "driver": "other.csi"},
+    ],
+)
+def test_without_its_masters_a_volume_is_not_deleted_and_the_error_says_why(
+    bed: Bed, pv: dict[str, Any] | None
+) -> None:
+    volume = create(bed, "pvc-c")
+    bed.restart()
+    if pv is not None:
+        bed.pvs["pvc-c"] = pv
+    with pytest.raises(grpc.RpcError) as caught:
+        bed.controller.DeleteVolume(csi_pb2.DeleteVolumeRequest(volume_id=volume.volume_id))
+    assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert f"masters of cluster {CLUSTER} are not known" in (caught.value.details() or "")
+    assert (bed.data / CLUSTER / "vols" / "pvc-c").is_dir()
+
+
+def test_a_symlink_in_the_cluster_never_leads_outside(bed: Bed, tmp_path: Path) -> None:
+    create(bed, "pvc-d")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (bed.data / CLUSTER / "vols" / "link").symlink_to(outside)
+    cluster = Cluster(CLUSTER, MASTERS)
+    with pytest.raises(BackendPathError):
+        bed.loop.run(bed.backend.mkdirs(cluster, "/vols/link/x"))
+    bed.loop.run(bed.backend.remove(cluster, "/vols/link"))
+    assert outside.is_dir()
+
+
+def test_unknown_masters_are_refused_before_mounting(tmp_path: Path) -> None:
+    backend = CurvineBackend(STANDIN, str(tmp_path / "mounts"))
+    with pytest.raises(BackendUnavailable, match="not known"):
+        asyncio.run(backend.exists(Cluster(CLUSTER), "/a"))
+    assert not (tmp_path / "mounts").exists()
+
+
+def test_masters_of_pv() -> None:
+    handle = parse_volume_handle(f"{CLUSTER}@/vols@pv-1")
+    assert handle is not None
+    assert masters_of_pv(pv_csi(str(handle), " M1.cache:08995 "), handle) == MASTERS
+    assert masters_of_pv(pv_csi(str(handle), "not an address"), handle) is None
+    assert masters_of_pv({"driver": names.CSI_DRIVER, "volumeHandle": str(handle)}, handle) is None
