@@ -1,7 +1,8 @@
 """``make bench``: figures measured side by side with a baseline in one run, printed with ratios.
 Never pass/fail: the numbers go into the closing notes of the issues that name them.
 
-Runs against a private local cluster it starts (and times), or the cluster KUBECONFIG names.
+Runs against a private local cluster it starts (and times), or the cluster KUBECONFIG names. The table
+ends the output; the same rows go to $BENCH_JSON (default .dev/bench.json). Goals are issue 15's.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def main() -> int:
             with bench_cluster.timed_cluster(report, Path(tmp) / "cluster") as kubeconfig:
                 run_all(report, kubeconfig, Path(tmp))
     report.print()
+    report.write_json(Path(os.environ.get("BENCH_JSON", ".dev/bench.json")))
     return 0
 
 

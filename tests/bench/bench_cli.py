@@ -31,7 +31,7 @@ from kubectl_fluid.api.cacheruntime import CacheRuntime
 from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass
 from kubectl_fluid.api.dataset import Dataset
 from kubectl_fluid.runtimeconfig import build_runtime_config, render_json, render_sh
-from tests.bench.report import Report
+from tests.bench.report import Report, ratio_at_most
 from tests.e2e.fluid import MANIFESTS, kubectl_binary
 
 ROUNDS = 20
@@ -135,6 +135,7 @@ def run(report: Report, kubeconfig: Path, workdir: Path) -> None:
             "ms",
             "kubectl version --client",
             version,
+            goal=ratio_at_most(1.0),
         )
 
         get = median_ms(get_cm, env)
@@ -147,7 +148,12 @@ def run(report: Report, kubeconfig: Path, workdir: Path) -> None:
         )
         direct = median_ms([plugin, *show], env)
         report.add(
-            "kubectl-fluid config show ds1 (no kubectl)", direct, "ms", "kubectl get cm -o jsonpath", get
+            "kubectl-fluid config show ds1 (no kubectl)",
+            direct,
+            "ms",
+            "kubectl get cm -o jsonpath",
+            get,
+            goal=ratio_at_most(1.5),
         )
         report.add(
             "kubectl-fluid config show ds1, no bytecode cache",

@@ -24,7 +24,7 @@ from kubectl_fluid.kube import http
 from kubectl_fluid.kube.client import connect
 from kubectl_fluid.kube.resources import CONFIGMAPS, Resource
 from kubectl_fluid.runtimeconfig import build_runtime_config, render_json, render_sh
-from tests.bench.report import Report
+from tests.bench.report import Report, at_most, ratio_at_most
 from tests.e2e.fluid import (
     MANIFESTS,
     ControllerProcess,
@@ -164,6 +164,7 @@ def run(report: Report, kubeconfig: Path, workdir: Path) -> None:
             "s",
             f"{PAIRS} ConfigMaps created directly",
             base_seconds,
+            goal=ratio_at_most(1.5),
         )
         report.add(f"of which: creating the {2 * PAIRS} objects", applying, "s")
         report.add(
@@ -175,9 +176,10 @@ def run(report: Report, kubeconfig: Path, workdir: Path) -> None:
             "reconcile p99",
             1000 * histogram_quantile(metrics_text, "fluid_controller_reconcile_duration_seconds", 0.99),
             "ms",
+            goal=at_most(300, "ms"),
         )
         report.add("controller RSS after converging", rss_mb(controller.proc.pid), "MB")
-        report.add("controller peak RSS", rss_mb(controller.proc.pid, "VmHWM"), "MB")
+        report.add("controller peak RSS", rss_mb(controller.proc.pid, "VmHWM"), "MB", goal=at_most(150, "MB"))
     finally:
         # Deleted while the controller still runs: it removes the Datasets' finalizers. Stopped first,
         # the namespace would stay Terminating, and the namespace controller's retries over 500 pairs

@@ -25,7 +25,7 @@ from kubernetes import client, config
 
 from kubectl_fluid.api import names
 from tests.bench.bench_controller import rss_mb
-from tests.bench.report import Report, percentile
+from tests.bench.report import Report, at_most, percentile, ratio_at_least, ratio_at_most
 from tests.e2e.fluid import (
     REPO,
     ControllerProcess,
@@ -116,7 +116,9 @@ def run(report: Report, kubeconfig: Path, workdir: Path) -> None:
         go_rss = rss_mb(go.pid)
 
         report_load(report, (ours_fixed, ours_max, rss), (go_fixed, go_max, go_rss))
-        report.add("API requests per admission", api_requests / max(admissions, 1), "req")
+        report.add(
+            "API requests per admission", api_requests / max(admissions, 1), "req", goal=at_most(0, "req")
+        )
         report.add("pod naming 5,000 datasets answered in", fan_out_ms(webhook), "ms")
 
         with_label, without = pod_create_latency(core, bench_ns)
@@ -136,11 +138,25 @@ Load = tuple[dict[str, float], dict[str, float], float]  # at 300 req/s, saturat
 
 
 def report_load(report: Report, ours: Load, go: Load) -> None:
-    for key in ("p50", "p99"):
-        report.add(f"admission {key} at 300 req/s", ours[0][key], "ms", "Go webhook", go[0][key])
+    report.add("admission p50 at 300 req/s", ours[0]["p50"], "ms", "Go webhook", go[0]["p50"])
+    report.add(
+        "admission p99 at 300 req/s",
+        ours[0]["p99"],
+        "ms",
+        "Go webhook",
+        go[0]["p99"],
+        goal=ratio_at_most(1.3),
+    )
     report.add("admission p99 saturated", ours[1]["p99"], "ms", "Go webhook", go[1]["p99"])
-    report.add("admissions per second saturated", ours[1]["rps"], "req/s", "Go webhook", go[1]["rps"])
-    report.add("webhook RSS after load", ours[2], "MB", "Go webhook", go[2])
+    report.add(
+        "admissions per second saturated",
+        ours[1]["rps"],
+        "req/s",
+        "Go webhook",
+        go[1]["rps"],
+        goal=ratio_at_least(0.75),
+    )
+    report.add("webhook RSS after load", ours[2], "MB", "Go webhook", go[2], goal=at_most(60, "MB"))
 
 
 def fan_out_ms(webhook: WebhookProcess) -> float:

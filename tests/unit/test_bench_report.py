@@ -1,0 +1,64 @@
+"""make bench's table and JSON: goals judged on the value or on the ratio to the baseline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.bench.report import Report, at_least, at_most, ratio_at_least, ratio_at_most
+
+
+def test_a_goal_on_the_value_is_judged_without_a_baseline() -> None:
+    report = Report()
+    report.add("warm NodePublish", 3.2, "ms", goal=at_most(2, "ms"))
+    report.add("pairs per second", 600, "pairs/s", goal=at_least(500, "pairs/s"))
+    assert [r.met for r in report.rows] == [False, True]
+    assert report.table()[0][-2:] == ["<= 2 ms", "NO"]
+    assert report.table()[1][-2:] == [">= 500 pairs/s", "yes"]
+
+
+def test_a_goal_on_the_ratio_needs_a_baseline() -> None:
+    report = Report()
+    report.add("config show", 109, "ms", "kubectl get", 66, goal=ratio_at_most(1.5))
+    report.add("saturated", 4060, "req/s", "Go", 7410, goal=ratio_at_least(0.75))
+    report.add("no baseline measured", 5, "ms", "kubectl get", None, goal=ratio_at_most(1.5))
+    assert [r.met for r in report.rows] == [False, False, None]
+    assert report.table()[0][5] == "1.65x"
+    assert report.table()[2][-1] == ""
+
+
+def test_a_figure_without_a_goal_has_empty_goal_cells() -> None:
+    report = Report()
+    report.add("node service RSS", 73, "MB")
+    assert report.table()[0][-3:] == ["", "", ""]
+
+
+def test_the_json_file_holds_every_row_with_its_ratio_goal_and_verdict(tmp_path: Path) -> None:
+    report = Report()
+    report.add("admission p99 at 300 req/s", 1.82, "ms", "Go webhook", 1.52, goal=ratio_at_most(1.3))
+    report.add("controller RSS", 90, "MB")
+    out = tmp_path / "deep" / "bench.json"
+    report.write_json(out)
+    rows = json.loads(out.read_text())
+    assert rows[0]["name"] == "admission p99 at 300 req/s"
+    assert rows[0]["ratio"] == 1.82 / 1.52
+    assert (rows[0]["goal"], rows[0]["met"]) == ("ratio <= 1.3x", True)
+    assert (rows[1]["goal"], rows[1]["met"], rows[1]["baseline"]) == (None, None, None)
+
+
+@given(
+    st.floats(min_value=1e-6, max_value=1e6),
+    st.floats(min_value=1e-6, max_value=1e6),
+    st.floats(min_value=0.01, max_value=100),
+)
+def test_ratio_goals_agree_with_the_printed_comparison(value: float, baseline: float, limit: float) -> None:
+    report = Report()
+    report.add("x", value, "ms", "base", baseline, goal=ratio_at_most(limit))
+    report.add("y", value, "ms", "base", baseline, goal=ratio_at_least(limit))
+    low, high = report.rows
+    assert low.met == (value / baseline <= limit)
+    assert high.met == (value / baseline >= limit)
+    assert low.met or high.met
