@@ -58,14 +58,18 @@ def test_build_makes_one_wheel_and_one_sdist_of_this_version(dist: Path) -> None
     members = zipfile.ZipFile(wheel).namelist()
     # The CSI driver's gRPC stubs are generated (never committed): the sdist must carry them, or a
     # wheel built from it has a driver that cannot start.
-    assert "csi/proto/csi_pb2.py" in members
-    assert "csi/proto/csi_pb2_grpc.py" in members
+    stubs = {
+        f"csi/proto/{proto}{suffix}.py"
+        for proto in ("csi", "pluginregistration")
+        for suffix in ("_pb2", "_pb2_grpc")
+    }
+    assert stubs <= set(members)
     assert f"kubectl_fluid-{__version__}.dist-info/licenses/LICENSE" in members
     assert not [m for m in members if m.startswith("tests/")]
     (sdist,) = dist.glob("*.tar.gz")
     with tarfile.open(sdist) as t:
         names = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
-    assert {"csi/proto/csi_pb2.py", "LICENSE", "pyproject.toml"} <= names
+    assert {*stubs, "csi/proto/pluginregistration.proto", "LICENSE", "pyproject.toml"} <= names
 
 
 def test_a_fresh_checkout_installs_editable_and_refuses_a_wheel_without_the_stubs(tmp_path: Path) -> None:
