@@ -25,6 +25,7 @@ import socket
 import stat
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 import grpc
 
@@ -201,15 +202,33 @@ class CsiServer:
         await self._unix.wait()
 
 
-async def serve_until_signalled(server: CsiServer, grace: float = DEFAULT_GRACE_SECONDS) -> None:
-    """Serve until SIGTERM or SIGINT, then stop gracefully (kubelet's pod shutdown sends SIGTERM)."""
+class Companion(Protocol):
+    """A service started once the CSI socket serves and stopped before it stops (the registration
+    with kubelet: kubelet calls the CSI socket as soon as it sees the registration)."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+async def serve_until_signalled(
+    server: CsiServer, grace: float = DEFAULT_GRACE_SECONDS, companion: Companion | None = None
+) -> None:
+    """Serve until SIGTERM or SIGINT, then stop gracefully (kubelet's pod shutdown sends SIGTERM):
+    ``companion`` after the server starts, and before it stops."""
     loop = asyncio.get_running_loop()
     stopping = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stopping.set)
     try:
         await server.start()
-        await stopping.wait()
+        try:
+            if companion is not None:
+                await companion.start()
+            await stopping.wait()
+        finally:
+            if companion is not None:
+                await companion.stop()
     finally:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(signum)
