@@ -6,10 +6,11 @@ Endpoints are spelled as kubelet, the sidecars and csi-sanity spell them: ``unix
 at start, but only once a connection to it is refused: removing a live instance's socket would steal
 its endpoint silently, and a non-socket file at that path is somebody else's.
 
-gRPC binds a private name beside the path (a dot file: kubelet's plugin watcher ignores those), and
-the socket is linked into place once it listens: a watcher never sees a socket that refuses it, and
-gRPC, which unlinks the path it bound at shutdown whatever file is there by then, never removes a
-successor's socket.
+gRPC binds a private name beside the path, and the socket is linked into place once it listens: a
+watcher never sees a socket that refuses it, and gRPC, which unlinks the path it bound at shutdown
+whatever file is there by then, never removes a successor's socket. The private name is a dot file,
+which kubelet's plugin watcher ignores; it stays while the server runs, since the watcher stats every
+new file and logs an error for one already gone, and one a killed instance left is cleared at start.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import errno
 import itertools
 import logging
 import os
+import re
 import signal
 import socket
 import stat
@@ -36,6 +38,7 @@ log = logging.getLogger("csi.server")
 # sockaddr_un.sun_path is 108 bytes on Linux, including the terminating NUL.
 _SUN_PATH_MAX = 107
 _ASIDE = itertools.count()
+_ASIDE_NAME = re.compile(r"\.fluid-csi-[0-9]+-[0-9]+\.sock")
 DEFAULT_GRACE_SECONDS = 5.0
 
 
@@ -87,6 +90,14 @@ def clear_stale_socket(path: Path) -> None:
         probe.close()
 
 
+def _clear_stale_asides(directory: Path) -> None:
+    """The private names killed instances left (live ones are other instances', and stay)."""
+    for entry in directory.iterdir():
+        if _ASIDE_NAME.fullmatch(entry.name):
+            with contextlib.suppress(EndpointError, FileNotFoundError):
+                clear_stale_socket(entry)
+
+
 class UnixGrpcServer:
     """A grpc.aio server on a unix socket file it owns: a stale file is replaced at start (never a live
     one, nor a non-socket), and the file is removed at stop while it is still the one this server
@@ -101,6 +112,7 @@ class UnixGrpcServer:
         # after ours was removed can never have our inode number (a bare inode number, or inode and
         # change time, is often reused within a clock tick).
         self._fd: int | None = None
+        self._aside: Path | None = None
 
     @property
     def target(self) -> str:
@@ -122,7 +134,8 @@ class UnixGrpcServer:
         if self._server is not None:
             raise RuntimeError(f"{self.what} server started twice")
         clear_stale_socket(self.path)
-        aside = self.path.with_name(f".{os.getpid()}-{next(_ASIDE)}.sock")
+        _clear_stale_asides(self.path.parent)
+        aside = self.path.with_name(f".fluid-csi-{os.getpid()}-{next(_ASIDE)}.sock")
         if len(str(aside).encode()) > _SUN_PATH_MAX:
             raise EndpointError(f"socket directory {self.path.parent} is too long a path to bind in")
         server = grpc.aio.server()
@@ -136,10 +149,9 @@ class UnixGrpcServer:
             os.link(aside, self.path)
         except FileExistsError:
             await server.stop(0)
-            raise EndpointError(f"{self.path} was taken by another process while starting") from None
-        finally:
             aside.unlink(missing_ok=True)
-        self._server = server
+            raise EndpointError(f"{self.path} was taken by another process while starting") from None
+        self._server, self._aside = server, aside
         self._fd = os.open(self.path, os.O_PATH | os.O_NOFOLLOW)
         log.info("serving %s on %s", self.what, self.path)
 
@@ -150,6 +162,9 @@ class UnixGrpcServer:
         if self._server is not None:
             await self._server.stop(grace)
             self._server = None
+        if self._aside is not None:
+            self._aside.unlink(missing_ok=True)  # gRPC's own name (it removes it too, these days)
+            self._aside = None
         # Remove the file only if it is still ours: a successor that already took over the path (a
         # rolling restart) must keep its socket.
         if self.owns_socket():

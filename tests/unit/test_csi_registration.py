@@ -146,8 +146,30 @@ def test_a_stale_socket_is_replaced_and_the_socket_removed_at_stop(registry: Pat
         assert registration.socket_problem() is None
     finally:
         loop.run(registration.stop())
-    # Gone: kubelet's plugin watcher sees the removal and deregisters the driver.
+    # Gone: kubelet's plugin watcher sees the removal and deregisters the driver. Nothing else is
+    # left in kubelet's directory either.
     assert not path.exists()
+    assert list(registry.iterdir()) == []
+
+
+def test_while_serving_the_directory_holds_nothing_kubelet_would_stat_in_vain(
+    registry: Path, loop: LoopThread
+) -> None:
+    # kubelet's plugin watcher stats every file created in the directory, and logs an error for one
+    # gone by then; dot files it then ignores. A name gRPC bound before the socket was put in place
+    # stays while the server runs, and one a killed instance left is cleared at the next start.
+    killed = registry / ".fluid-csi-99999999-0.sock"
+    stale_socket(killed)
+    registration = KubeletRegistration(registry, KUBELET_SEES)
+    loop.run(registration.start())
+    try:
+        assert not killed.exists()
+        others = [p for p in registry.iterdir() if p != registration.path]
+        assert [p.name[0] for p in others] == ["."]
+        assert others[0].stat().st_ino == registration.path.stat().st_ino
+    finally:
+        loop.run(registration.stop())
+    assert list(registry.iterdir()) == []
 
 
 def test_a_live_socket_or_a_plain_file_is_never_taken_over(registry: Path, loop: LoopThread) -> None:
