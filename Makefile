@@ -29,10 +29,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev,mooncake]'
 	@touch $@
 
-# The CSI stubs are generated from csi/proto/csi.proto (never committed), again after every install so
+# The gRPC stubs are generated from csi/proto/*.proto (never committed), again after every install so
 # they match the installed grpcio-tools and protobuf.
 CSI_STUBS := csi/proto/csi_pb2.py
-$(CSI_STUBS): csi/proto/csi.proto csi/proto/generate.py $(STAMP)
+$(CSI_STUBS): csi/proto/csi.proto csi/proto/pluginregistration.proto csi/proto/generate.py $(STAMP)
 	$(BIN)/python csi/proto/generate.py --require-types
 
 csi-stubs: $(STAMP)
@@ -101,4 +101,4 @@ krew: venv
 
 clean: down
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
-	rm -f csi/proto/csi_pb2*.py csi/proto/csi_pb2*.pyi
+	rm -f csi/proto/*_pb2*.py csi/proto/*_pb2*.pyi

@@ -9,6 +9,11 @@ under ``--state-dir``); it reads a deleted volume's masters from its PV (``--kub
 cluster). ``local`` (implied by ``--backend-root``) uses the directory tree the FUSE stand-in
 serves, for development and tests that need no Curvine.
 
+``--mode node`` also registers the driver with kubelet itself, as the node-driver-registrar sidecar
+would (csi/registration.py): a socket in kubelet's ``plugins_registry`` (``--plugin-registration-dir``)
+telling kubelet where the CSI socket is (``--kubelet-registration-path``); ``--no-registration`` for a
+node service no kubelet is to find (the local cluster's stand-in).
+
 Mount modes (``--mount-mode``) and what each survives:
 
 - ``embedded``: FUSE is a child of this process, in a session of its own. It survives a restart of
@@ -45,7 +50,8 @@ from csi.fuserunner import FuseRunner
 from csi.identity import IdentityServicer
 from csi.node_service import NodeService
 from csi.publisher import MirrorPublisher
-from csi.server import DEFAULT_GRACE_SECONDS, CsiServer, EndpointError, serve_until_signalled
+from csi.registration import KubeletRegistration
+from csi.server import DEFAULT_GRACE_SECONDS, CsiServer, EndpointError, serve_until_signalled, socket_path
 from kubectl_fluid import logs
 from kubectl_fluid.api import names
 from kubectl_fluid.health import HealthServer
@@ -127,6 +133,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="standalone: a host directory the FUSE pods mount at the same path, e.g. the FUSE "
         "program's configuration or the stand-in's data (repeatable)",
     )
+    p.add_argument(
+        "--registration",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="node mode: register the driver with kubelet (pluginregistration.v1 on "
+        f"{{--plugin-registration-dir}}/{names.registration_socket_name()}), as node-driver-registrar would",
+    )
+    p.add_argument(
+        "--plugin-registration-dir",
+        default=names.KUBELET_PLUGINS_REGISTRY,
+        metavar="DIR",
+        help="kubelet's plugin watcher directory, {kubelet root}/plugins_registry; it must exist "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--kubelet-registration-path",
+        type=_kubelet_socket,
+        metavar="PATH",
+        help="the CSI socket's path as kubelet sees it on the node, told to kubelet in GetInfo "
+        "(default: --endpoint's path, right when this process runs on the host or the socket's "
+        "directory is mounted at its host path)",
+    )
     p.add_argument("--kubeconfig", help="for the FuseMount mirror (default: KUBECONFIG, then in-cluster)")
     p.add_argument(
         "--mirror",
@@ -153,6 +181,20 @@ def _env_var(value: str) -> tuple[str, str]:
     if not sep or not _ENV_NAME.fullmatch(name):
         raise argparse.ArgumentTypeError(f"{value!r} is not NAME=VALUE with a C identifier for NAME")
     return name, text
+
+
+def _kubelet_socket(value: str) -> str:
+    """A path kubelet can dial: absolute (kubelet's working directory is not this process's), a unix
+    socket, short enough for sockaddr_un."""
+    if "://" in value and not value.startswith("unix://"):
+        raise argparse.ArgumentTypeError(f"{value!r}: kubelet dials CSI drivers on unix sockets only")
+    bare = value.removeprefix("unix://").removeprefix("unix:")
+    if not os.path.isabs(bare):
+        raise argparse.ArgumentTypeError(f"{value!r} is not an absolute path on the node")
+    try:
+        return str(socket_path(bare))
+    except EndpointError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _host_path(value: str) -> str:
@@ -232,6 +274,14 @@ def build_server(
     )
 
 
+def build_registration(args: argparse.Namespace) -> KubeletRegistration | None:
+    """Node mode only: ``all`` is for csi-sanity and local runs, which no kubelet calls."""
+    if args.mode != "node" or not args.registration:
+        return None
+    endpoint = args.kubelet_registration_path or str(socket_path(args.endpoint))
+    return KubeletRegistration(args.plugin_registration_dir, endpoint)
+
+
 def fuse_check(args: argparse.Namespace) -> Callable[[], str | None]:
     """Why this node service cannot start FUSE, asked afresh at every readiness probe (so a binary
     installed later makes it ready); nothing to check unless FUSE runs here (embedded mode)."""
@@ -244,17 +294,36 @@ def fuse_check(args: argparse.Namespace) -> Callable[[], str | None]:
 async def run(args: argparse.Namespace) -> None:
     mirror = build_mirror(args)
     server, node, backend = build_server(args, mirror)
+    registration = build_registration(args)
     recovered = asyncio.Event()
     fuse_problem = fuse_check(args)
     if (problem := fuse_problem()) is not None:
         # Served all the same (unstaging and other keys' volumes need no new FUSE), but not ready,
         # and every NodeStage that needs a FUSE answers FailedPrecondition with this.
         log.error("%s", problem)
+
+    def not_ready() -> str | None:
+        if not recovered.is_set():
+            return "recovering the mounts from before the restart"
+        return fuse_problem() or (registration.problem() if registration else None)
+
+    def live() -> bool:
+        # What node-driver-registrar's /healthz checked: without its socket kubelet has dropped the
+        # driver, and only a restart makes a new one.
+        problem = registration.socket_problem() if registration else None
+        if problem is not None:
+            log.error("%s: failing /healthz", problem)
+        return problem is None
+
     health = None
     health_watch: asyncio.Task[None] | None = None
     if args.health_port:
         health = HealthServer(
-            args.health_host, args.health_port, ready=lambda: recovered.is_set() and fuse_problem() is None
+            args.health_host,
+            args.health_port,
+            ready=lambda: not_ready() is None,
+            live=live,
+            why_not_ready=not_ready,
         )
         await health.start()
     if mirror is not None:
@@ -264,7 +333,7 @@ async def run(args: argparse.Namespace) -> None:
             await node.recover()  # mounts from before a restart are whole again before kubelet calls
             health_watch = asyncio.create_task(node.watch_health())
         recovered.set()
-        await serve_until_signalled(server, args.grace)
+        await serve_until_signalled(server, args.grace, registration)
     finally:
         if health_watch is not None:
             health_watch.cancel()

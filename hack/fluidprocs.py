@@ -278,6 +278,8 @@ def ensure_csi_nodes(cluster: Cluster, layout: curvinecluster.Layout | None = No
                 "csi.main",
                 "--mode=node",
                 f"--endpoint=unix://{socket}",
+                # The kubelet stand-in is handed the socket below; no kubelet is to find the driver.
+                "--no-registration",
                 f"--node-id={node}",
                 f"--state-dir={root / 'state'}",
                 f"--mount-root={kubelet_root / 'plugins'}",

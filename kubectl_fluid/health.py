@@ -21,9 +21,13 @@ class HealthServer:
         ready: Callable[[], bool],
         live: Callable[[], bool] = lambda: True,
         registry: CollectorRegistry = REGISTRY,
+        *,
+        why_not_ready: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.host, self.port = host, port
         self.ready, self.live, self.registry = ready, live, registry
+        # Said in /readyz's body when not ready: what `kubectl get --raw` or a curl on the node shows.
+        self.why_not_ready = why_not_ready
         self._server: asyncio.Server | None = None
 
     async def start(self) -> int:
@@ -62,8 +66,10 @@ class HealthServer:
             ok = self.live()
             return ("200 OK" if ok else "503 Service Unavailable"), text, b"ok\n" if ok else b"unhealthy\n"
         if path == "/readyz":
-            ok = self.ready()
-            return ("200 OK" if ok else "503 Service Unavailable"), text, b"ok\n" if ok else b"not ready\n"
+            if self.ready():
+                return "200 OK", text, b"ok\n"
+            reason = self.why_not_ready()
+            return "503 Service Unavailable", text, f"not ready{f': {reason}' if reason else ''}\n".encode()
         if path == "/metrics":
             return "200 OK", CONTENT_TYPE_LATEST, generate_latest(self.registry)
         return "404 Not Found", text, b"not found\n"

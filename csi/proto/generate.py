@@ -1,7 +1,9 @@
-"""Generate the CSI Python stubs from ``csi.proto`` next to this file (``make csi-stubs``).
+"""Generate the CSI driver's Python stubs from the ``.proto`` files beside this one (``make csi-stubs``).
 
-Writes ``csi_pb2.py``, ``csi_pb2_grpc.py`` and, when mypy-protobuf's plugins are installed, their
-``.pyi`` type stubs into this directory. The outputs are build products (gitignored), never edited.
+``csi.proto`` (the CSI services) and ``pluginregistration.proto`` (kubelet's plugin registration,
+vendored from k8s.io/kubelet): for each ``X.proto``, writes ``X_pb2.py``, ``X_pb2_grpc.py`` and, when
+mypy-protobuf's plugins are installed, their ``.pyi`` type stubs into this directory. The outputs are
+build products (gitignored), never edited.
 
 Run it as a file, ``python csi/proto/generate.py``, not with ``-m``: importing the ``csi.proto``
 package is exactly what fails while the stubs are missing.
@@ -24,10 +26,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-PROTO = HERE / "csi.proto"
-RELATIVE = PROTO.relative_to(ROOT)
-OUTPUTS = ("csi_pb2.py", "csi_pb2_grpc.py")
-TYPE_STUBS = ("csi_pb2.pyi", "csi_pb2_grpc.pyi")
+PROTOS = (HERE / "csi.proto", HERE / "pluginregistration.proto")
+RELATIVE = HERE.relative_to(ROOT)
+OUTPUTS = tuple(f"{p.stem}{suffix}.py" for p in PROTOS for suffix in ("_pb2", "_pb2_grpc"))
+TYPE_STUBS = tuple(f"{name}i" for name in OUTPUTS)
 
 
 def _plugin(name: str) -> str | None:
@@ -66,10 +68,12 @@ def generate(*, require_types: bool) -> list[Path]:
                 f"--mypy_out={scratch}",
                 f"--mypy_grpc_out={scratch}",
             ]
-        args.append(str(PROTO))
+        args += [str(p) for p in PROTOS]
         if protoc.main(args) != 0:
-            raise SystemExit(f"generate.py: protoc failed on {RELATIVE}")
-        out_dir = Path(scratch) / RELATIVE.parent
+            raise SystemExit(
+                f"generate.py: protoc failed on {', '.join(str(RELATIVE / p.name) for p in PROTOS)}"
+            )
+        out_dir = Path(scratch) / RELATIVE
         written = []
         for name in OUTPUTS + (TYPE_STUBS if with_types else ()):
             # Copy beside the target, then rename: the scratch directory may be on another

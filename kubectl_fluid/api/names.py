@@ -201,6 +201,8 @@ VOLUME_ATTR_CLIENTLESS: Final = "clientless"
 
 MountMode = Literal["embedded", "standalone"]
 KUBELET_ROOT: Final = "/var/lib/kubelet"
+# Where kubelet's plugin watcher looks for registration sockets ({kubelet root}/plugins_registry).
+KUBELET_PLUGINS_REGISTRY: Final = f"{KUBELET_ROOT}/plugins_registry"
 # The node service's bookkeeping file inside ``--state-dir``.
 CSI_STATE_FILE: Final = "node-state.json"
 # A mount key is hex of this length: short enough to be a label value (63), long enough (128 bits)
@@ -419,6 +421,12 @@ FUSE_CONFIG_FILE: Final = "curvine-fuse.toml"
 def fuse_config_path(mnt_path: str) -> str:
     """The configuration file of the FUSE mounted at ``mnt_path`` (a mount key's mount point)."""
     return f"{mnt_path.rsplit('/', 1)[0]}/{FUSE_CONFIG_FILE}"
+
+
+def registration_socket_name(driver: str = CSI_DRIVER) -> str:
+    """The node service's socket in kubelet's plugins_registry: ``{plugin name}-reg.sock``, the name
+    kubelet's plugin watcher README recommends and node-driver-registrar uses."""
+    return f"{driver}-reg.sock"
 
 
 def csi_staging_root(plugins_root: str = KUBELET_PLUGINS_ROOT) -> str:

@@ -163,7 +163,9 @@ class CsiNode(LocalProcess):
             sys.executable, "-m", "csi.main", "--mode", "node", "--endpoint", f"unix://{self.socket}",
             "--node-id", self.name, "--state-dir", str(self.root / "state"),
             "--mount-root", str(self.kubelet_root / "plugins"), *self.fuse,
-            "--kubeconfig", str(self.kubeconfig), "--log-format", "text", *self.extra,
+            "--kubeconfig", str(self.kubeconfig), "--log-format", "text",
+            # No kubelet looks for it: the tests make kubelet's calls themselves.
+            "--no-registration", *self.extra,
         ]  # fmt: skip
         env = {**os.environ, "CURVINE_STANDIN_DATA": str(self.data)}
         # The log is appended to across restarts: only what this start writes says it serves.

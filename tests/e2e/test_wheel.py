@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import configparser
 import json
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -57,14 +58,44 @@ def test_build_makes_one_wheel_and_one_sdist_of_this_version(dist: Path) -> None
     members = zipfile.ZipFile(wheel).namelist()
     # The CSI driver's gRPC stubs are generated (never committed): the sdist must carry them, or a
     # wheel built from it has a driver that cannot start.
-    assert "csi/proto/csi_pb2.py" in members
-    assert "csi/proto/csi_pb2_grpc.py" in members
+    stubs = {
+        f"csi/proto/{proto}{suffix}.py"
+        for proto in ("csi", "pluginregistration")
+        for suffix in ("_pb2", "_pb2_grpc")
+    }
+    assert stubs <= set(members)
     assert f"kubectl_fluid-{__version__}.dist-info/licenses/LICENSE" in members
     assert not [m for m in members if m.startswith("tests/")]
     (sdist,) = dist.glob("*.tar.gz")
     with tarfile.open(sdist) as t:
         names = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
-    assert {"csi/proto/csi_pb2.py", "LICENSE", "pyproject.toml"} <= names
+    assert {*stubs, "csi/proto/pluginregistration.proto", "LICENSE", "pyproject.toml"} <= names
+
+
+def test_a_fresh_checkout_installs_editable_and_refuses_a_wheel_without_the_stubs(tmp_path: Path) -> None:
+    # `make venv` on a fresh clone installs the checkout editable first and generates the gRPC stubs
+    # after it (the generator comes with the install): the editable install must not need them.
+    checkout = tmp_path / "checkout"
+    tracked = run("git", "ls-files", "--cached", "--others", "--exclude-standard", "-z", cwd=REPO)
+    for name in filter(None, tracked.split("\0")):
+        if (REPO / name).is_file():
+            (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, checkout / name)
+    assert not list((checkout / "csi/proto").glob("*_pb2*"))
+    root = tmp_path / "venv"
+    run(sys.executable, "-m", "venv", root)
+    pip = (str(root / "bin" / "pip"), "--disable-pip-version-check", "--quiet")
+    run(*pip, "install", "--no-deps", "-e", checkout)
+    # A wheel is what users run: without the stubs its fluid-csi could not start, so it is refused.
+    refused = subprocess.run(
+        [*pip, "wheel", "--no-deps", "--wheel-dir", tmp_path / "wheels", checkout],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert refused.returncode != 0
+    assert "make csi-stubs" in refused.stdout + refused.stderr
 
 
 def test_the_fresh_venv_has_no_dev_extras(venv: Path) -> None:

@@ -298,6 +298,20 @@ def test_values_land_where_they_say(tmp_path: Path) -> None:
     assert "--backend-root=/srv/curvine" in container(docs, "Deployment", "fluid-csi-controller")["args"]
 
 
+def test_an_earlier_releases_registrar_values_install_and_run_no_sidecar(tmp_path: Path) -> None:
+    # The node service registers the driver with kubelet itself; values files written for the
+    # node-driver-registrar sidecar still install (helm upgrade -f old-values.yaml), and change nothing.
+    registrar = {
+        "image": "registry.k8s.io/sig-storage/csi-node-driver-registrar:v2.15.0",
+        "pullPolicy": "IfNotPresent",
+        "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "64Mi"}},
+    }
+    docs = rendered("-f", values_file(tmp_path, {"csi": {"node": {"registrar": registrar}}}))
+    assert docs == rendered()
+    pod = pod_spec(docs, "DaemonSet", "fluid-csi-node")
+    assert [c["name"] for c in pod["containers"]] == ["csi-driver"]
+
+
 def test_the_fuse_pods_image_defaults_to_the_node_services() -> None:
     docs = rendered("--set", "image.tag=0.1.0,csi.node.image.repository=mirror/fluid")
     assert "--fuse-image=mirror/fluid:0.1.0" in container(docs, "DaemonSet", "fluid-csi-node")["args"]

@@ -430,6 +430,26 @@ def test_a_stale_socket_is_replaced_and_removed_at_stop(short_dir: Path) -> None
         loop.close()
 
 
+def test_a_successors_socket_is_left_in_place_at_stop(short_dir: Path) -> None:
+    # A rolling restart: the new instance took the path over (its socket replaced ours) before the
+    # old one stopped; the old one's stop must not remove the new one's endpoint.
+    sock = short_dir / "csi.sock"
+    loop = LoopThread()
+    try:
+        server = start(loop, sock, short_dir / "data")
+        sock.unlink()
+        successor = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        successor.bind(str(sock))
+        successor.listen()
+        try:
+            loop.run(server.stop(0))
+            assert sock.is_socket()
+        finally:
+            successor.close()
+    finally:
+        loop.close()
+
+
 def test_a_live_socket_or_a_plain_file_is_never_taken_over(driver: Driver, short_dir: Path) -> None:
     loop = LoopThread()
     try:

@@ -698,7 +698,7 @@ def test_every_workload_image_is_ours_or_a_pinned_sidecar() -> None:
                 match = SIDECAR_IMAGE.fullmatch(image)
                 assert match is not None, f"{where}: {image} is neither {ours} nor a pinned sidecar"
                 seen.add(match["name"])
-    assert seen == {"csi-provisioner", "csi-node-driver-registrar"}
+    assert seen == {"csi-provisioner"}
     # The provisioner the e2e suite builds and runs (hack/versions.env) is the one shipped.
     provisioner = sidecar(pod_spec(CSI_CONTROLLER, "Deployment"), "csi-provisioner")
     assert provisioner["image"].endswith(f":{pinned('CSI_PROVISIONER_VERSION')}")
@@ -817,30 +817,33 @@ def test_csi_node_runs_fuse_in_standalone_pods_serving_the_controllers_data() ->
     assert host_path_at_same_path(body["spec"], fuse, mnt)["mountPropagation"] == "Bidirectional"
 
 
-def test_csi_node_registers_its_socket_with_kubelet() -> None:
+def test_csi_node_registers_the_driver_with_kubelet_itself() -> None:
+    from csi.main import build_registration
+
     pod = pod_spec(CSI_NODE, "DaemonSet")
+    # No node-driver-registrar sidecar: the node service serves kubelet's plugin registration.
+    assert [c["name"] for c in pod["containers"]] == ["csi-driver"]
     driver = container_named(pod, "csi-driver")
-    socket = socket_of(driver_args(driver).endpoint)
-    registrar = sidecar(pod, "csi-node-driver-registrar")
-    registrar_flags = flags(registrar)
-    assert socket_of(registrar_flags["csi-address"]) == socket
-    driver_mount, volume = volume_source(pod, driver, socket)
-    registrar_mount, same = volume_source(pod, registrar, socket)
-    assert volume is same
-    assert driver_mount["mountPath"] == registrar_mount["mountPath"]
-    # kubelet dials the socket on the host: the per-driver plugin directory.
+    args = driver_args(driver)
+    registration = build_registration(args)
+    assert registration is not None
+    # Its socket is in kubelet's plugin watcher directory on the host, at the same path; that
+    # directory is kubelet's to make (a kubelet with another root would never look in a made one).
+    assert str(registration.path.parent) == KUBELET_REGISTRY
+    mount, volume = volume_source(pod, driver, str(registration.path))
+    assert volume["hostPath"] == {"path": KUBELET_REGISTRY, "type": "Directory"}
+    assert mount["mountPath"] == KUBELET_REGISTRY
+    assert "mountPropagation" not in mount
+    # It tells kubelet the CSI socket's host path: the per-driver plugin directory.
+    socket = socket_of(args.endpoint)
+    driver_mount, socket_volume = volume_source(pod, driver, socket)
     host_dir = f"{names.KUBELET_PLUGINS_ROOT}/{names.CSI_DRIVER}"
-    assert volume["hostPath"]["path"] == host_dir
+    assert socket_volume["hostPath"]["path"] == host_dir
     relative = Path(socket).relative_to(driver_mount["mountPath"])
-    assert registrar_flags["kubelet-registration-path"] == f"{host_dir}/{relative}"
-    registration = [
-        m for m in registrar["volumeMounts"] if m["mountPath"] == "/registration"
-    ]  # where the registrar puts its own socket for kubelet's plugin watcher
-    assert len(registration) == 1
-    (volume,) = [v for v in pod["volumes"] if v["name"] == registration[0]["name"]]
-    assert volume["hostPath"]["path"] == KUBELET_REGISTRY
-    get = registrar["livenessProbe"]["httpGet"]
-    assert f":{container_port(registrar, get['port'])}" == registrar_flags["http-endpoint"]
+    assert registration.servicer.info.endpoint == f"{host_dir}/{relative}"
+    # Liveness (the registration socket still there) and readiness on the driver's health port.
+    assert container_port(driver, driver["livenessProbe"]["httpGet"]["port"]) == args.health_port
+    assert container_port(driver, driver["readinessProbe"]["httpGet"]["port"]) == args.health_port
 
 
 def test_csi_rbac_is_least_privilege() -> None:
