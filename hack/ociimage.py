@@ -134,6 +134,7 @@ def write_archive(out: Path, name: str, layers: list[bytes], config: dict[str, A
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile(dir=out.parent, prefix=out.name, delete=False) as tmp:
         tmp.write(layer_tar(entries))
+    Path(tmp.name).chmod(0o644)
     Path(tmp.name).replace(out)
     digest: str = index["manifests"][0]["digest"]
     return digest
