@@ -73,17 +73,37 @@ def layer_tar(entries: Iterable[Entry]) -> bytes:
     return out.getvalue()
 
 
-def _digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
+# A blob in memory, or a file (a root file system of hundreds of megabytes is never read in whole).
+Blob = bytes | Path
 
 
-def _descriptor(media_type: str, data: bytes, **extra: Any) -> dict[str, Any]:
-    return {"mediaType": media_type, "digest": _digest(data), "size": len(data), **extra}
+def _info(path: str, kind: bytes, mode: int, size: int = 0) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(path)
+    info.type, info.mode, info.size, info.mtime, info.uid, info.gid = kind, mode, size, 0, 0, 0
+    return info
+
+
+def _digest(data: Blob) -> str:
+    if isinstance(data, bytes):
+        return "sha256:" + hashlib.sha256(data).hexdigest()
+    h = hashlib.sha256()
+    with open(data, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return "sha256:" + h.hexdigest()
+
+
+def _size(data: Blob) -> int:
+    return len(data) if isinstance(data, bytes) else data.stat().st_size
+
+
+def _descriptor(media_type: str, data: Blob, **extra: Any) -> dict[str, Any]:
+    return {"mediaType": media_type, "digest": _digest(data), "size": _size(data), **extra}
 
 
 def image_blobs(
-    name: str, layers: list[bytes], config: dict[str, Any]
-) -> tuple[dict[str, bytes], dict[str, Any]]:
+    name: str, layers: list[Blob], config: dict[str, Any]
+) -> tuple[dict[str, Blob], dict[str, Any]]:
     """The blobs (digest -> bytes) and the index of a single-platform linux/amd64 image."""
     image_config = {
         "architecture": "amd64",
@@ -113,7 +133,7 @@ def image_blobs(
             )
         ],
     }
-    blobs = {_digest(b): b for b in (*layers, config_bytes, manifest_bytes)}
+    blobs: dict[str, Blob] = {_digest(b): b for b in (*layers, config_bytes, manifest_bytes)}
     return blobs, index
 
 
@@ -121,19 +141,31 @@ def _canonical(obj: Any) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
 
 
-def write_archive(out: Path, name: str, layers: list[bytes], config: dict[str, Any]) -> str:
+def write_archive(out: Path, name: str, layers: list[Blob], config: dict[str, Any]) -> str:
     """The image as an OCI layout tar at ``out`` (written beside it and renamed, so a reader never
-    sees half an archive). Returns the manifest's digest."""
+    sees half an archive), streamed: a layer given as a file is copied, never held in memory.
+    Returns the manifest's digest."""
     blobs, index = image_blobs(name, layers, config)
-    files = {
+    files: dict[str, Blob] = {
         "oci-layout": _canonical({"imageLayoutVersion": "1.0.0"}),
         "index.json": _canonical(index),
         **{f"blobs/sha256/{d.removeprefix('sha256:')}": b for d, b in blobs.items()},
     }
-    entries = [*directories(files), *(Entry(p, data, 0o644) for p, data in files.items())]
     out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=out.parent, prefix=out.name, delete=False) as tmp:
-        tmp.write(layer_tar(entries))
+    with (
+        tempfile.NamedTemporaryFile(dir=out.parent, prefix=out.name, delete=False) as tmp,
+        tarfile.open(fileobj=tmp, mode="w", format=tarfile.PAX_FORMAT) as tar,
+    ):
+        for d in directories(files):
+            tar.addfile(_info(d.path, tarfile.DIRTYPE, 0o755))
+        for path in sorted(files):
+            data = files[path]
+            info = _info(path, tarfile.REGTYPE, 0o644, _size(data))
+            if isinstance(data, bytes):
+                tar.addfile(info, io.BytesIO(data))
+            else:
+                with open(data, "rb") as f:
+                    tar.addfile(info, f)
     Path(tmp.name).chmod(0o644)
     Path(tmp.name).replace(out)
     digest: str = index["manifests"][0]["digest"]

@@ -435,10 +435,15 @@ def import_images(bins: Path, node: RealNode, pause: str) -> list[str]:
     ociimage.pause_image(bins / "pause", pause, archives / "pause.tar")
     ociimage.busybox_image(bins / "busybox", busybox, archives / "busybox.tar")
     for archive in ("pause.tar", "busybox.tar"):
-        run = _ctr(bins, node, "images", "import", "--platform", "linux/amd64", str(archives / archive))
-        if run.returncode != 0:
-            raise SystemExit(f"error: ctr images import {archive} into {node.name}: {run.stderr.strip()}")
+        import_archive(bins, node, archives / archive)
     return [pause, busybox]
+
+
+def import_archive(bins: Path, node: RealNode, archive: Path) -> None:
+    """An OCI archive (hack/ociimage.py, hack/productimage.py) into the node's containerd, for CRI."""
+    run = _ctr(bins, node, "images", "import", "--platform", "linux/amd64", str(archive))
+    if run.returncode != 0:
+        raise SystemExit(f"error: ctr images import {archive} into {node.name}: {run.stderr.strip()}")
 
 
 def _ctr(bins: Path, node: RealNode, *args: str) -> subprocess.CompletedProcess[str]:

@@ -194,3 +194,43 @@ def test_down_leaves_no_container_shim_mount_bridge_cgroup_or_netns(real_node: N
     assert not Path(node.dir).exists()
     assert not Path(node.record).exists()
     assert not [p for p in cluster.procs if p.alive()]
+
+
+@pytest.mark.skipif(
+    shutil.which("mmdebstrap") is None, reason="building the product's image needs mmdebstrap"
+)
+def test_the_products_image_built_without_docker_runs_on_the_real_node(
+    real_node: Node, core: client.CoreV1Api, namespace: str, kubeconfig: Path
+) -> None:
+    import productimage
+
+    t0 = time.monotonic()
+    archive = productimage.build()
+    built = time.monotonic() - t0
+    realnode.import_archive(realnode.node_bins(), real_node.node, archive)
+    print(f"product image: {archive.stat().st_size >> 20} MiB, built or found in {built:.0f}s, "
+          f"imported in {time.monotonic() - t0 - built:.0f}s")  # fmt: skip
+    pod = busybox_pod("product", "unused")
+    [container] = pod["spec"]["containers"]
+    # The name and pull policy the manifests use.
+    container.update(
+        image="kubectl-fluid:latest",
+        imagePullPolicy="IfNotPresent",
+        command=["sh", "-c", "id -u; fluid-csi --help; exec sleep 3600"],
+    )
+    core.create_namespaced_pod(namespace, pod)
+    eventually(
+        lambda: core.read_namespaced_pod("product", namespace).status.phase == "Running",
+        "the product's image Running on the real node",
+        timeout=120,
+    )
+
+    def logs() -> str:
+        return kubectl(kubeconfig, "-n", namespace, "logs", "product")
+
+    log = eventually(lambda: "usage: fluid-csi" in (out := logs()) and out, "fluid-csi's usage in the log")
+    # The Dockerfile's non-root default user.
+    assert log.split()[0] == str(productimage.UID)
+    out = kubectl(kubeconfig, "-n", namespace, "exec", "product", "--", "python", "-c",
+                  "import csi.proto.csi_pb2_grpc, controller.main, webhook.main; print('ok')")  # fmt: skip
+    assert out.strip() == "ok"

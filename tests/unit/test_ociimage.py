@@ -120,3 +120,12 @@ def test_busybox_image_has_a_shell_and_every_applet_as_a_symlink(tmp_path: Path)
     assert {"bin", "usr", "usr/bin", "sbin"} <= {
         m for m in names if entries[m].data is None and entries[m].target is None
     }
+
+
+def test_a_layer_given_as_a_file_is_streamed_into_the_same_archive(tmp_path: Path) -> None:
+    layer = ociimage.layer_tar([ociimage.Entry("etc/os-release", b"ID=debian\n", 0o644)])
+    (tmp_path / "rootfs.tar").write_bytes(layer)
+    from_bytes, from_file = tmp_path / "a.tar", tmp_path / "b.tar"
+    ociimage.write_archive(from_bytes, "localhost/x/y:1", [layer], {})
+    ociimage.write_archive(from_file, "localhost/x/y:1", [tmp_path / "rootfs.tar"], {})
+    assert from_bytes.read_bytes() == from_file.read_bytes()
