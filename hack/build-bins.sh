@@ -20,39 +20,105 @@ have() { [ -x "$(dest "$1" "$2")/$3" ]; }
 finish() { rm -rf "$2"; mv "$1" "$2"; }
 timed() { local t0=$SECONDS; "$@"; say "  done in $((SECONDS - t0))s"; }
 
-build_kube() {
-  local out; out=$(dest kubernetes "$KUBE_VERSION")
-  have kubernetes "$KUBE_VERSION" kubectl && { say "kubernetes $KUBE_VERSION: cached"; return; }
-  say "kubernetes $KUBE_VERSION: building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (cold: 10-30 min on 2 cores)"
-  local d="$SCRATCH/kubernetes-$KUBE_VERSION"; rm -rf "$d"; mkdir -p "$d"; cd "$d"
-  go mod init local.build/kubernetes >/dev/null 2>&1
+# A module that builds k8s.io/kubernetes commands: k8s.io/kubernetes requires its staging modules at the
+# unpublished v0.0.0; each is published as v0.X.Y for Kubernetes v1.X.Y. Derive the list from its go.mod
+# so new staging modules are not missed. Shared by the control plane and kubelet (one module cache).
+kube_module() {  # commands...
+  local d="$SCRATCH/kubernetes-$KUBE_VERSION"; mkdir -p "$d"; cd "$d"
+  [ -f go.mod ] || go mod init local.build/kubernetes >/dev/null 2>&1
   local kmod; kmod=$(go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | field GoMod)
-  # k8s.io/kubernetes requires its staging modules at the unpublished v0.0.0; each is published as
-  # v0.X.Y for Kubernetes v1.X.Y. Derive the list from its go.mod so new staging modules are not missed.
-  local staging="v0.${KUBE_VERSION#v1.}" m
+  local staging="v0.${KUBE_VERSION#v1.}" m c
   for m in $( { sed -nE 's#^[[:space:]]*(k8s\.io/[A-Za-z0-9._-]+) v0\.0\.0([[:space:]].*)?$#\1#p' "$kmod"
                 sed -nE 's#^[[:space:]]*(k8s\.io/[A-Za-z0-9._-]+) => \./staging/.*#\1#p' "$kmod"; } | sort -u ); do
     go mod edit -replace "$m=$m@$staging"
   done
   go mod edit -go="$(sed -nE 's/^go ([0-9.]+).*/\1/p' "$kmod")"
   local gd; gd=$(sed -nE 's/^godebug (default=[^ ]+).*/\1/p' "$kmod"); [ -z "$gd" ] || go mod edit -godebug="$gd"
-  local cmds="kube-apiserver kube-controller-manager kube-scheduler kubectl" c pkgs=""
-  for c in $cmds; do pkgs="$pkgs k8s.io/kubernetes/cmd/$c"; done
   say "  resolving modules"
-  # shellcheck disable=SC2086
-  go get -tool $(for c in $cmds; do echo "k8s.io/kubernetes/cmd/$c@$KUBE_VERSION"; done) >/dev/null 2>&1 \
-    || go get -tool $(for c in $cmds; do echo "k8s.io/kubernetes/cmd/$c@$KUBE_VERSION"; done)
+  # shellcheck disable=SC2046
+  go get -tool $(for c in "$@"; do echo "k8s.io/kubernetes/cmd/$c@$KUBE_VERSION"; done) >/dev/null 2>&1 \
+    || go get -tool $(for c in "$@"; do echo "k8s.io/kubernetes/cmd/$c@$KUBE_VERSION"; done)
+}
+
+build_kube_cmds() {  # cache-name commands...
+  local name=$1; shift
+  local out; out=$(dest "$name" "$KUBE_VERSION")
+  kube_module "$@"
   local minor; minor=$(echo "$KUBE_VERSION" | cut -d. -f2)
-  local ld="-s -w" p
+  local ld="-s -w" p c
   # kubectl version and tools that parse --version need real version stamps.
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ld="$ld -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean -X $p.gitCommit=go-module-build -X $p.buildDate=1970-01-01T00:00:00Z"
   done
   rm -rf "$out.tmp"; mkdir -p "$out.tmp"
-  for c in $cmds; do
+  for c in "$@"; do
     say "  compiling $c"
     timed go build -trimpath -tags=selinux,notest,grpcnotrace -ldflags "$ld" -o "$out.tmp/$c" "k8s.io/kubernetes/cmd/$c"
   done
+  finish "$out.tmp" "$out"
+}
+
+build_kube() {
+  have kubernetes "$KUBE_VERSION" kubectl && { say "kubernetes $KUBE_VERSION: cached"; return; }
+  say "kubernetes $KUBE_VERSION: building kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (cold: 10-30 min on 2 cores)"
+  build_kube_cmds kubernetes kube-apiserver kube-controller-manager kube-scheduler kubectl
+}
+
+# ---- a real node: kubelet, containerd (+ ctr, its runc shim), runc, the pause binary
+
+build_kubelet() {
+  have kubelet "$KUBE_VERSION" kubelet && { say "kubelet $KUBE_VERSION: cached"; return; }
+  say "kubelet $KUBE_VERSION: building (about 1 min after the control plane, 8 min with an empty Go build cache)"
+  build_kube_cmds kubelet kubelet
+}
+
+build_containerd() {
+  have containerd "$CONTAINERD_VERSION" containerd-shim-runc-v2 && { say "containerd $CONTAINERD_VERSION: cached"; return; }
+  say "containerd $CONTAINERD_VERSION: building containerd, ctr, containerd-shim-runc-v2 (about 2 min)"
+  local out m=github.com/containerd/containerd/v2 c; out=$(dest containerd "$CONTAINERD_VERSION")
+  local ld="-s -w -X $m/version.Version=$CONTAINERD_VERSION -X $m/version.Revision=go-module-build"
+  rm -rf "$out.tmp"; mkdir -p "$out.tmp"
+  for c in containerd ctr containerd-shim-runc-v2; do
+    say "  compiling $c"
+    GOBIN="$out.tmp" timed go install -trimpath -tags no_btrfs,no_devmapper,no_zfs -ldflags "$ld" "$m/cmd/$c@$CONTAINERD_VERSION"
+  done
+  finish "$out.tmp" "$out"
+}
+
+build_runc() {
+  have runc "$RUNC_VERSION" runc && { say "runc $RUNC_VERSION: cached"; return; }
+  say "runc $RUNC_VERSION: building (cgo, libseccomp)"
+  pkg-config --exists libseccomp || { echo "error: runc needs libseccomp's headers: apt-get install -y libseccomp-dev pkg-config (hack/prereqs.sh)" >&2; exit 1; }
+  local out; out=$(dest runc "$RUNC_VERSION")
+  rm -rf "$out.tmp"; mkdir -p "$out.tmp"
+  CGO_ENABLED=1 GOBIN="$out.tmp" timed go install -trimpath -tags seccomp \
+    -ldflags "-s -w -X main.version=${RUNC_VERSION#v} -X main.gitCommit=go-module-build" \
+    "github.com/opencontainers/runc@$RUNC_VERSION"
+  finish "$out.tmp" "$out"
+}
+
+build_pause() {
+  # The sandbox's pause process, from the Kubernetes source the module proxy serves: static, so the
+  # image is this one file.
+  have pause "$KUBE_VERSION" pause && { say "pause $KUBE_VERSION: cached"; return; }
+  say "pause $KUBE_VERSION: compiling build/pause/linux/pause.c"
+  local out src; out=$(dest pause "$KUBE_VERSION")
+  src=$(cd "$SCRATCH" && go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | field Dir)
+  rm -rf "$out.tmp"; mkdir -p "$out.tmp"
+  gcc -Os -static -Wall -Werror -DVERSION="$KUBE_VERSION-local" -o "$out.tmp/pause" "$src/build/pause/linux/pause.c"
+  strip "$out.tmp/pause"
+  finish "$out.tmp" "$out"
+}
+
+build_busybox() {
+  # Debian's static busybox for test images, unpacked from its .deb (installing it would replace the
+  # host's dynamic busybox, which it conflicts with).
+  [ -x "$CACHE/busybox-static/bin/busybox" ] && { say "busybox-static: cached"; return; }
+  say "busybox-static: fetching Debian's .deb"
+  local out="$CACHE/busybox-static" d; d=$(mktemp -d); chmod 755 "$d"  # apt-get download runs as _apt
+  (cd "$d" && apt-get download -qq busybox-static >/dev/null) \
+    || { rm -rf "$d"; echo "error: apt-get download busybox-static failed (run apt-get update?)" >&2; exit 1; }
+  rm -rf "$out.tmp"; dpkg-deb -x "$d"/busybox-static_*.deb "$out.tmp"; rm -rf "$d"
   finish "$out.tmp" "$out"
 }
 
@@ -143,6 +209,24 @@ kwok_stages() {
 
 mkdir -p "$CACHE" "$SCRATCH"
 t0=$SECONDS
+# `build-bins.sh node`: a real node's binaries alone (kubelet, containerd, runc, pause, busybox), linked
+# into one folder keyed by their pins, printed on stdout. CNI plugins come from Debian.
+if [ "${1:-}" = node ]; then
+  build_kubelet
+  build_containerd
+  build_runc
+  build_pause
+  build_busybox
+  bin="$CACHE/bin/node-k8s-$KUBE_VERSION.containerd-$CONTAINERD_VERSION.runc-$RUNC_VERSION"
+  mkdir -p "$bin"
+  for f in kubelet-"$KUBE_VERSION"/kubelet containerd-"$CONTAINERD_VERSION"/{containerd,ctr,containerd-shim-runc-v2} \
+           runc-"$RUNC_VERSION"/runc pause-"$KUBE_VERSION"/pause busybox-static/bin/busybox; do
+    ln -sfn "$CACHE/$f" "$bin/$(basename "$f")"
+  done
+  say "node binaries ready in $((SECONDS - t0))s: $bin"
+  echo "$bin"
+  exit 0
+fi
 build_helm
 build_krew
 # `build-bins.sh tools`: the packaging tools alone, for a suite run against a cluster KUBECONFIG names.

@@ -48,6 +48,8 @@ CSI_CONTROLLER_DIR = "csi-controller"
 # Stopped after the FUSE processes that use them are gone (an unmount needs the master), the worker
 # first and at once: it ignores SIGTERM once the master is gone.
 CURVINE_PROCS = ("curvine-worker", "curvine-master")
+# The API server's /etc/hosts (see private_hosts); real nodes' names are added to it.
+HOSTS_FILE = "hosts"
 # Anything a later issue adds to the cluster (controller, webhook, CSI) is recorded beside these and
 # stops with the API server's other clients, before the API server and etcd.
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
@@ -198,41 +200,97 @@ def free_ports(names: list[str]) -> dict[str, int]:
         return {name: s.getsockname()[1] for name, s in socks.items()}
 
 
-def write_pki(pki: Path) -> None:
-    """CA, API server serving cert, admin client cert (system:masters) and the service-account key pair.
-    EC P-256 keys: generated in milliseconds, accepted by every Kubernetes component."""
+def _validity() -> tuple[Any, Any]:
     import datetime
+
+    now = datetime.datetime.now(datetime.UTC)
+    return now - datetime.timedelta(hours=1), now + datetime.timedelta(days=365)
+
+
+def _key_pem(key: Any) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
+    return bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+
+
+def _name(cn: str, org: str | None = None) -> Any:
+    from cryptography import x509
+    from cryptography.x509.oid import NameOID
+
+    attrs = [x509.NameAttribute(NameOID.COMMON_NAME, cn)]
+    if org:
+        attrs.insert(0, x509.NameAttribute(NameOID.ORGANIZATION_NAME, org))
+    return x509.Name(attrs)
+
+
+def _builder(subject: Any, issuer: Any, public_key: Any) -> Any:
+    """A certificate valid from an hour ago for a year, with a fresh serial."""
+    from cryptography import x509
+
+    valid = _validity()
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public_key)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(valid[0])
+        .not_valid_after(valid[1])
+    )
+
+
+def sign_leaf(
+    pki: Path, cn: str, org: str | None, server: bool = False, sans: list[Any] | None = None
+) -> tuple[bytes, bytes]:
+    """A certificate and key (PEM) for ``cn``/``org`` signed by the cluster CA in ``pki``: a client
+    certificate (the API server maps CN to the user, O to groups), or a serving one with ``sans``."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID
+
+    ca = x509.load_pem_x509_certificate((pki / "ca.crt").read_bytes())
+    ca_key = serialization.load_pem_private_key((pki / "ca.key").read_bytes(), None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    key = ec.generate_private_key(ec.SECP256R1())
+    usage = ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH
+    builder = (
+        _builder(_name(cn, org), ca.subject, key.public_key())
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(True, False, True, False, False, False, False, False, False), critical=True
+        )
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+    )
+    if sans:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    cert = builder.sign(ca_key, hashes.SHA256())
+    return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+
+def write_pki(pki: Path) -> None:
+    """CA, API server serving cert, admin client cert (system:masters), the API server's client cert
+    for kubelets, and the service-account key pair. EC P-256 keys: generated in milliseconds,
+    accepted by every Kubernetes component."""
+    import ipaddress
 
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
     pki.mkdir(parents=True, exist_ok=True)
-    now = datetime.datetime.now(datetime.UTC)
-    valid = (now - datetime.timedelta(hours=1), now + datetime.timedelta(days=365))
-
-    def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-        return key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-
-    def name(cn: str, org: str | None = None) -> x509.Name:
-        attrs = [x509.NameAttribute(NameOID.COMMON_NAME, cn)]
-        if org:
-            attrs.insert(0, x509.NameAttribute(NameOID.ORGANIZATION_NAME, org))
-        return x509.Name(attrs)
-
     ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = name("kubectl-fluid-local-ca")
+    ca_name = _name("kubectl-fluid-local-ca")
     ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(valid[0])
-        .not_valid_after(valid[1])
+        _builder(ca_name, ca_name, ca_key.public_key())
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
@@ -240,36 +298,9 @@ def write_pki(pki: Path) -> None:
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
-
-    def leaf(
-        subject: x509.Name, usage: x509.ObjectIdentifier, sans: list[x509.GeneralName]
-    ) -> tuple[bytes, bytes]:
-        key = ec.generate_private_key(ec.SECP256R1())
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(subject)
-            .issuer_name(ca_name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(valid[0])
-            .not_valid_after(valid[1])
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(
-                x509.KeyUsage(True, False, True, False, False, False, False, False, False), critical=True
-            )
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-            )
-            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-        )
-        if sans:
-            builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        cert = builder.sign(ca_key, hashes.SHA256())
-        return cert.public_bytes(serialization.Encoding.PEM), key_pem(key)
-
-    import ipaddress
-
+    files = {"ca.crt": ca.public_bytes(serialization.Encoding.PEM), "ca.key": _key_pem(ca_key)}
+    for fname in ("ca.crt", "ca.key"):
+        (pki / fname).write_bytes(files[fname])
     server_sans: list[x509.GeneralName] = [
         x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
         x509.IPAddress(ipaddress.ip_address("10.96.0.1")),
@@ -284,18 +315,16 @@ def write_pki(pki: Path) -> None:
             )
         ),
     ]
-    files = {
-        "ca.crt": ca.public_bytes(serialization.Encoding.PEM),
-        "ca.key": key_pem(ca_key),
-    }
-    files["apiserver.crt"], files["apiserver.key"] = leaf(
-        name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH, server_sans
+    files["apiserver.crt"], files["apiserver.key"] = sign_leaf(
+        pki, "kube-apiserver", None, server=True, sans=server_sans
     )
-    files["admin.crt"], files["admin.key"] = leaf(
-        name("kubectl-fluid-admin", "system:masters"), ExtendedKeyUsageOID.CLIENT_AUTH, []
+    files["admin.crt"], files["admin.key"] = sign_leaf(pki, "kubectl-fluid-admin", "system:masters")
+    # kubectl exec/logs/port-forward: the API server calls a real node's kubelet as this user.
+    files["apiserver-kubelet-client.crt"], files["apiserver-kubelet-client.key"] = sign_leaf(
+        pki, "kube-apiserver-kubelet-client", "system:masters"
     )
     sa_key = ec.generate_private_key(ec.SECP256R1())
-    files["sa.key"] = key_pem(sa_key)
+    files["sa.key"] = _key_pem(sa_key)
     files["sa.pub"] = sa_key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
@@ -461,6 +490,7 @@ def up(state_dir: Path, n_nodes: int, bin_dir: str | None) -> Cluster:
     state_dir.mkdir(parents=True, exist_ok=True)
     for stale in ("pki", "logs"):
         shutil.rmtree(state_dir / stale, ignore_errors=True)
+    (state_dir / HOSTS_FILE).unlink(missing_ok=True)
     cluster = Cluster(
         state_dir=state_dir,
         bin_dir=bins,
@@ -576,6 +606,7 @@ def _start_storage(cluster: Cluster) -> None:
         cluster,
         "kube-apiserver",
         [
+            *private_hosts(cluster),
             str(b / "kube-apiserver"),
             f"--etcd-servers={etcd_url}",
             "--bind-address=127.0.0.1",
@@ -584,6 +615,8 @@ def _start_storage(cluster: Cluster) -> None:
             f"--tls-cert-file={pki / 'apiserver.crt'}",
             f"--tls-private-key-file={pki / 'apiserver.key'}",
             f"--client-ca-file={pki / 'ca.crt'}",
+            f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
+            f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={pki / 'sa.pub'}",
             f"--service-account-signing-key-file={pki / 'sa.key'}",
@@ -609,6 +642,17 @@ def _start_storage(cluster: Cluster) -> None:
     )
 
 
+def private_hosts(cluster: Cluster) -> list[str]:
+    """The prefix that runs a command in a mount namespace of its own, where /etc/hosts is
+    ``{state}/hosts``: the host's entries, to which a real node adds its name (the API server dials a
+    kubelet by the node's hostname for exec and logs; the host's /etc/hosts is never edited)."""
+    hosts = cluster.state_dir / HOSTS_FILE
+    if not hosts.exists():  # kept across restart_storage, with the names real nodes added
+        hosts.write_text(Path("/etc/hosts").read_text())
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+            'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts)]  # fmt: skip
+
+
 def restart_storage(cluster: Cluster) -> None:
     """Stop kube-apiserver and etcd (SIGTERM, as ``down`` does) and start them again on the same ports
     and the same etcd data: what a control-plane upgrade or a node reboot does to every client. The
@@ -626,6 +670,10 @@ def down(state_dir: Path) -> None:
     if cluster is None:
         log(f"no cluster recorded in {state_dir}")
         return
+    # Real nodes first: their containers are stopped through their own runtime, which must be up.
+    import realnode
+
+    realnode.stop_all(cluster)
     # Clients of the API server first, together (each takes ~2 s to shut down gracefully); then the API
     # server, which waits on etcd while shutting down if etcd goes at the same time; then etcd.
     storage = ("kube-apiserver", "etcd")
@@ -641,6 +689,7 @@ def down(state_dir: Path) -> None:
         shutil.rmtree(cluster.etcd_data_dir, ignore_errors=True)
     shutil.rmtree(cluster.pki, ignore_errors=True)
     cluster.kubeconfig.unlink(missing_ok=True)
+    (state_dir / HOSTS_FILE).unlink(missing_ok=True)
     # Logs stay for post-mortems; the next `up` replaces them.
     (state_dir / STATE_FILE).unlink(missing_ok=True)
     log("stopped")
@@ -721,6 +770,12 @@ def main(argv: list[str] | None = None) -> int:
         "--state-dir", type=Path, default=Path(os.environ.get("LOCALCLUSTER_STATE", DEFAULT_STATE))
     )
     parser.add_argument("--nodes", type=int, default=int(os.environ.get("LOCALCLUSTER_NODES", "2")))
+    parser.add_argument(
+        "--real-nodes",
+        type=int,
+        default=int(os.environ.get("LOCALCLUSTER_REAL_NODES", "0")),
+        help="real kubelet nodes (containerd, runc) beside the kwok ones (hack/realnode.py)",
+    )
     parser.add_argument("--bin-dir", help="use these binaries instead of building/looking up the cache")
     parser.add_argument(
         "--fluid", action="store_true", help="also install the product and run its processes (make up)"
@@ -732,6 +787,9 @@ def main(argv: list[str] | None = None) -> int:
     with locked(state_dir):
         if args.command == "up":
             cluster = up(state_dir, args.nodes, args.bin_dir)
+            import realnode
+
+            realnode.ensure(cluster, args.real_nodes)
             if args.fluid:
                 import fluidprocs
 

@@ -1,0 +1,546 @@
+#!/usr/bin/env python3
+"""Real kubelet nodes joined to the local control plane (hack/localcluster.py): a containerd with runc
+and a kubelet per node, running real containers, everything private to the cluster.
+
+    LOCALCLUSTER_REAL_NODES=1 python hack/localcluster.py up     # kwok nodes and one real node
+    python hack/localcluster.py down                             # stops them, leaves nothing behind
+
+Each node ``real-node-N`` is recorded in ``{state}/realnodes/real-node-N/node.json`` and keeps
+everything else in ``/var/lib/kubectl-fluid/{tag}-N/`` (``tag`` from the state dir's path, linked
+from the record as ``data``): containerd's root, state and sockets, network namespaces and runc's
+state; kubelet's root dir, certificates and pod logs; the CNI configuration and its IP allocations.
+Not under the state dir itself because a unix socket's path has at most 107 bytes: kubelet's CSI
+registration sockets under a state dir in pytest's temporary folders would pass that.
+
+Pods reach each other over a bridge of this machine with no gateway and no masquerade: their traffic
+never leaves it. The node carries the taint ``kubectl-fluid.io/real-node=true:NoSchedule``, so the rest
+of the suite keeps scheduling to kwok nodes; a pod for the real node tolerates it and selects the
+label of the same name.
+
+What this machine forced (measured in shared/reference/real-node.md): a cgroup v1 host
+(``failCgroupV1: false``, the cgroupfs driver); no CAP_SYS_RESOURCE (containerd
+``restrict_oom_score_adj``, kubelet ``oomScoreAdj: 0``); kubelet refuses a loopback node IP, so it
+gets this host's address but serves on 127.0.0.1 only, and the API server, which dials a kubelet by
+its node name, resolves that name through its private /etc/hosts (localcluster.private_hosts).
+
+Binaries: ``hack/build-bins.sh node`` (kubelet, containerd, ctr, the runc shim, runc, pause, busybox,
+cached by version); CNI plugins: Debian's containernetworking-plugins.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import localcluster
+import ociimage
+from localcluster import Cluster, log
+
+NODES_DIR = "realnodes"
+NODE_FILE = "node.json"
+NAME_PREFIX = "real-node-"
+# Label and taint: the real node runs only the pods that ask for it.
+REAL_NODE_KEY = "kubectl-fluid.io/real-node"
+CNI_BIN = Path("/usr/lib/cni")
+IMAGE_REPO = "localhost/kubectl-fluid"
+DATA_DIR = Path("/var/lib/kubectl-fluid")
+READY_TIMEOUT = 90.0
+
+
+def pause_image(kube_version: str) -> str:
+    return f"{IMAGE_REPO}/pause:{kube_version}"
+
+
+def busybox_image(version: str) -> str:
+    return f"{IMAGE_REPO}/busybox:{version}"
+
+
+@dataclass
+class RealNode:
+    """What ``stop`` needs to undo a node, recorded in its folder before anything is started."""
+
+    name: str
+    dir: str
+    bridge: str
+    subnet: str
+    cgroup_root: str
+    kubelet_port: int
+    healthz_port: int
+    node_ip: str
+    record: str  # the folder in the state dir that holds node.json
+
+    @property
+    def root(self) -> Path:
+        return Path(self.dir)
+
+    @property
+    def socket(self) -> Path:
+        return self.root / "containerd" / "containerd.sock"
+
+    @property
+    def kubelet_root(self) -> Path:
+        return self.root / "kubelet"
+
+    @property
+    def runc_root(self) -> Path:
+        return self.root / "runc"
+
+    def save(self) -> None:
+        record = Path(self.record)
+        record.mkdir(parents=True, exist_ok=True)
+        (record / NODE_FILE).write_text(json.dumps(asdict(self), indent=2) + "\n")
+        with contextlib.suppress(FileExistsError):
+            (record / "data").symlink_to(self.dir)
+
+    @classmethod
+    def load(cls, folder: Path) -> RealNode | None:
+        try:
+            return cls(**json.loads((folder / NODE_FILE).read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+
+
+# ---------------------------------------------------------------- pure: names and configuration
+
+
+def plan(state_dir: Path, index: int, ports: dict[str, int], node_ip: str) -> RealNode:
+    """A node's private names, derived from the state dir so that two clusters side by side never
+    share a bridge, a subnet or a cgroup: ``kf`` + 6 hex digits + the index (Linux allows 15)."""
+    tag = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:6]
+    name = f"{NAME_PREFIX}{index}"
+    return RealNode(
+        name=name,
+        dir=str(DATA_DIR / f"{tag}-{index}"),
+        bridge=f"kf{tag}{index}",
+        subnet=f"10.{100 + int(tag, 16) % 100}.{index}.0/24",
+        cgroup_root=f"/kubectl-fluid-{tag}-{index}",
+        kubelet_port=ports["kubelet"],
+        healthz_port=ports["healthz"],
+        node_ip=node_ip,
+        record=str(state_dir.resolve() / NODES_DIR / name),
+    )
+
+
+def containerd_config(node: RealNode, bin_dir: Path, pause: str) -> str:
+    """containerd 2.x (config version 3), private to the node: no imports, no NRI, no CDI, netns
+    bind mounts and runc's state under the node's folder, the sandbox image pinned to the local
+    pause image (nothing is ever pulled)."""
+    r = node.root / "containerd"
+    return f"""version = 3
+root = "{r / "root"}"
+state = "{r / "state"}"
+imports = []
+disabled_plugins = ["io.containerd.nri.v1.nri"]
+
+[grpc]
+  address = "{node.socket}"
+
+[ttrpc]
+  address = "{node.socket}.ttrpc"
+
+[metrics]
+  address = ""
+
+[plugins.'io.containerd.internal.v1.opt']
+  path = "{r / "opt"}"
+
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "overlayfs"
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = "{pause}"
+
+[plugins.'io.containerd.cri.v1.runtime']
+  restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
+  cdi_spec_dirs = []
+  [plugins.'io.containerd.cri.v1.runtime'.containerd]
+    default_runtime_name = "runc"
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+        BinaryName = "{bin_dir / "runc"}"
+        Root = "{node.runc_root}"
+        SystemdCgroup = false
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = ["{CNI_BIN}"]
+    conf_dir = "{node.root / "cni" / "net.d"}"
+    max_conf_num = 1
+
+[plugins.'io.containerd.grpc.v1.cri']
+  disable_tcp_service = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+"""
+
+
+def cni_config(node: RealNode) -> dict[str, Any]:
+    """A bridge with no gateway and no masquerade: pods talk to each other on this machine only."""
+    return {
+        "cniVersion": "1.0.0",
+        "name": "kubectl-fluid",
+        "plugins": [
+            {
+                "type": "bridge",
+                "bridge": node.bridge,
+                "isGateway": False,
+                "ipMasq": False,
+                "hairpinMode": True,
+                "ipam": {
+                    "type": "host-local",
+                    "ranges": [[{"subnet": node.subnet}]],
+                    "dataDir": str(node.root / "cni" / "ipam"),
+                },
+            },
+            {"type": "loopback"},
+        ],
+    }
+
+
+def kubelet_config(node: RealNode, ca: Path) -> dict[str, Any]:
+    """KubeletConfiguration: served on 127.0.0.1 only, callers authenticated by the cluster CA and
+    authorised by the API server; the settings this machine forces (module docstring)."""
+    return {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "address": "127.0.0.1",
+        "port": node.kubelet_port,
+        "readOnlyPort": 0,
+        "healthzBindAddress": "127.0.0.1",
+        "healthzPort": node.healthz_port,
+        "authentication": {
+            "anonymous": {"enabled": False},
+            "webhook": {"enabled": True},
+            "x509": {"clientCAFile": str(ca)},
+        },
+        "authorization": {"mode": "Webhook"},
+        "containerRuntimeEndpoint": f"unix://{node.socket}",
+        "cgroupDriver": "cgroupfs",
+        "cgroupRoot": node.cgroup_root,
+        "failCgroupV1": False,
+        "failSwapOn": False,
+        "oomScoreAdj": 0,
+        "podLogsDir": str(node.root / "pod-logs"),
+        "clusterDomain": "cluster.local",
+        "resolvConf": "/etc/resolv.conf",
+        # The images are imported, never pulled: garbage-collecting one would break the next pod.
+        "imageGCHighThresholdPercent": 100,
+        "imageGCLowThresholdPercent": 99,
+        "evictionHard": {"memory.available": "1Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
+        "registerWithTaints": [{"key": REAL_NODE_KEY, "value": "true", "effect": "NoSchedule"}],
+        "serializeImagePulls": False,
+        "maxPods": 110,
+    }
+
+
+def node_kubeconfig(server: str, pki: Path, node: RealNode) -> dict[str, Any]:
+    cert = node.root / "pki"
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": "local", "cluster": {"server": server, "certificate-authority": str(pki / "ca.crt")}}
+        ],
+        "users": [
+            {
+                "name": node.name,
+                "user": {
+                    "client-certificate": str(cert / "kubelet.crt"),
+                    "client-key": str(cert / "kubelet.key"),
+                },
+            }
+        ],
+        "contexts": [{"name": "local", "context": {"cluster": "local", "user": node.name}}],
+        "current-context": "local",
+    }
+
+
+def busybox_version(banner: str) -> str:
+    """``1.35.0`` from ``BusyBox v1.35.0 (Debian 1:1.35.0-4+deb12u1+b1) multi-call binary.``"""
+    match = re.match(r"BusyBox v([0-9][0-9A-Za-z.+-]*)", banner)
+    if not match:
+        raise ValueError(f"not a busybox banner: {banner[:80]!r}")
+    return match.group(1)
+
+
+def host_address(ip_output: str) -> str:
+    """The first global IPv4 address in ``ip -4 -o addr show scope global``: kubelet refuses a
+    loopback node IP."""
+    for line in ip_output.splitlines():
+        match = re.search(r"\binet ([0-9.]+)/", line)
+        if match:
+            return match.group(1)
+    raise SystemExit("error: this host has no global IPv4 address; a real node needs one for its node IP")
+
+
+# ---------------------------------------------------------------- I/O: build, start, stop
+
+
+def node_bins() -> Path:
+    out = subprocess.run(
+        ["bash", str(localcluster.HACK / "build-bins.sh"), "node"],
+        stdout=subprocess.PIPE,
+        text=True,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise SystemExit("error: building the real node's binaries failed (see the lines above)")
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+def missing_prerequisites() -> list[str]:
+    """What a real node needs from this host beyond the Go-built binaries, each said with its fix."""
+    problems = []
+    for plugin in ("bridge", "host-local", "loopback"):
+        if not (CNI_BIN / plugin).is_file():
+            problems.append(
+                f"CNI plugin {CNI_BIN / plugin} missing: apt-get install -y containernetworking-plugins"
+            )
+    for tool in ("ip", "unshare", "mount", "umount"):
+        if shutil.which(tool) is None:
+            problems.append(f"{tool} not found: apt-get install -y iproute2 util-linux mount")
+    return problems
+
+
+def ensure(cluster: Cluster, count: int) -> list[RealNode]:
+    """``count`` real nodes, Ready: the ones already running are kept, missing ones started."""
+    if count <= 0:
+        return []
+    problems = missing_prerequisites()
+    if problems:
+        raise SystemExit("error: " + "; ".join(problems))
+    bins = node_bins()
+    nodes = []
+    for index in range(count):
+        existing = RealNode.load(cluster.state_dir / NODES_DIR / f"{NAME_PREFIX}{index}")
+        if existing is not None and running(cluster, existing):
+            log(f"real node {existing.name} already running")
+            nodes.append(existing)
+            continue
+        if existing is not None:
+            stop(cluster, existing)
+        nodes.append(start(cluster, index, bins))
+    return nodes
+
+
+def running(cluster: Cluster, node: RealNode) -> bool:
+    """Its containerd and kubelet are both recorded and alive."""
+    procs = [p for p in cluster.procs if p.name in (f"kubelet-{node.name}", f"containerd-{node.name}")]
+    return len(procs) == 2 and all(p.alive() for p in procs)
+
+
+def start(cluster: Cluster, index: int, bins: Path) -> RealNode:
+    t0 = time.monotonic()
+    ip = subprocess.run(
+        ["ip", "-4", "-o", "addr", "show", "scope", "global"], capture_output=True, text=True, check=True
+    )
+    node = plan(
+        cluster.state_dir, index, localcluster.free_ports(["kubelet", "healthz"]), host_address(ip.stdout)
+    )
+    localcluster.release_node_mounts(node.root)  # a stale node of a cluster that was not stopped
+    node.save()  # first, so that `down` can undo a start that fails half-way
+    try:
+        _start(cluster, node, bins)
+    except BaseException:
+        stop(cluster, node)
+        raise
+    log(f"real node {node.name} Ready in {time.monotonic() - t0:.1f}s")
+    return node
+
+
+def _start(cluster: Cluster, node: RealNode, bins: Path) -> None:
+    kube_version = subprocess.run(
+        [str(bins / "kubelet"), "--version"], capture_output=True, text=True, check=True
+    ).stdout.split()[-1]
+    pause = pause_image(kube_version)
+    for sub in ("containerd", "cni/net.d", "cni/ipam", "kubelet", "etc", "pki", "pod-logs", "images"):
+        (node.root / sub).mkdir(parents=True, exist_ok=True)
+    (node.root / "containerd" / "config.toml").write_text(containerd_config(node, bins, pause))
+    (node.root / "cni" / "net.d" / "10-kubectl-fluid.conflist").write_text(
+        json.dumps(cni_config(node), indent=2)
+    )
+    _make_cgroup_root(node.cgroup_root)
+
+    log(f"starting containerd for real node {node.name}")
+    env = {"PATH": f"{bins}:{os.environ.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin')}"}
+    localcluster.start(
+        cluster,
+        f"containerd-{node.name}",
+        [str(bins / "containerd"), f"--config={node.root / 'containerd' / 'config.toml'}"],
+        env=env,
+    )
+    localcluster.wait_for(
+        f"containerd of {node.name}",
+        lambda: _ctr(bins, node, "version").returncode == 0,
+        cluster,
+        30,
+        [f"containerd-{node.name}"],
+    )
+
+    t_images = time.monotonic()
+    images = import_images(bins, node, pause)
+    log(f"imported {', '.join(images)} into {node.name} in {time.monotonic() - t_images:.1f}s")
+
+    cert, key = localcluster.sign_leaf(cluster.pki, f"system:node:{node.name}", "system:nodes")
+    (node.root / "pki" / "kubelet.crt").write_bytes(cert)
+    (node.root / "pki" / "kubelet.key").write_bytes(key)
+    (node.root / "pki" / "kubelet.key").chmod(0o600)
+    kubeconfig = node.root / "etc" / "kubeconfig"
+    kubeconfig.write_text(json.dumps(node_kubeconfig(cluster.server, cluster.pki, node), indent=2))
+    config = node.root / "etc" / "kubelet.json"
+    config.write_text(json.dumps(kubelet_config(node, cluster.pki / "ca.crt"), indent=2))
+    # The API server reaches this kubelet (exec, logs) by the node's name: resolve it to loopback there.
+    with open(cluster.state_dir / localcluster.HOSTS_FILE, "a") as hosts:
+        hosts.write(f"127.0.0.1 {node.name}\n")
+
+    log(f"starting kubelet for real node {node.name}")
+    localcluster.start(
+        cluster,
+        f"kubelet-{node.name}",
+        [
+            str(bins / "kubelet"),
+            f"--config={config}",
+            f"--kubeconfig={kubeconfig}",
+            f"--root-dir={node.kubelet_root}",
+            f"--cert-dir={node.root / 'pki'}",
+            f"--hostname-override={node.name}",
+            f"--node-ip={node.node_ip}",
+            f"--node-labels={REAL_NODE_KEY}=true",
+            "--v=1",
+        ],
+        env=env,
+    )
+    localcluster.wait_for(
+        f"real node {node.name} Ready",
+        lambda: _ready(cluster, node.name),
+        cluster,
+        READY_TIMEOUT,
+        [f"containerd-{node.name}", f"kubelet-{node.name}"],
+    )
+
+
+def import_images(bins: Path, node: RealNode, pause: str) -> list[str]:
+    """The pause and busybox images, written as OCI archives and imported into the node's containerd."""
+    banner = subprocess.run([str(bins / "busybox")], capture_output=True, text=True, check=False).stdout
+    busybox = busybox_image(busybox_version(banner))
+    archives = node.root / "images"
+    ociimage.pause_image(bins / "pause", pause, archives / "pause.tar")
+    ociimage.busybox_image(bins / "busybox", busybox, archives / "busybox.tar")
+    for archive in ("pause.tar", "busybox.tar"):
+        import_archive(bins, node, archives / archive)
+    return [pause, busybox]
+
+
+def import_archive(bins: Path, node: RealNode, archive: Path) -> None:
+    """An OCI archive (hack/ociimage.py, hack/productimage.py) into the node's containerd, for CRI."""
+    run = _ctr(bins, node, "images", "import", "--platform", "linux/amd64", str(archive))
+    if run.returncode != 0:
+        raise SystemExit(f"error: ctr images import {archive} into {node.name}: {run.stderr.strip()}")
+
+
+def _ctr(bins: Path, node: RealNode, *args: str) -> subprocess.CompletedProcess[str]:
+    # ctr 2.x needs the socket as an absolute path.
+    return subprocess.run(
+        [str(bins / "ctr"), "--address", str(node.socket), "-n", "k8s.io", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+def _ready(cluster: Cluster, name: str) -> bool:
+    status, body = localcluster.api(cluster, "GET", f"/api/v1/nodes/{name}")
+    return status == 200 and any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in body.get("status", {}).get("conditions", [])
+    )
+
+
+def _cgroup_mounts() -> list[Path]:
+    """Every cgroup hierarchy of this host (v1 controllers, or the v2 unified one)."""
+    with open("/proc/self/mounts") as mounts:
+        return [Path(line.split()[1]) for line in mounts if line.split()[2] in ("cgroup", "cgroup2")]
+
+
+def _make_cgroup_root(root: str) -> None:
+    # kubelet refuses a cgroupRoot that does not exist; a private one per node keeps two kubelets from
+    # removing each other's pod cgroups as orphans.
+    for mount in _cgroup_mounts():
+        with contextlib.suppress(OSError):
+            (mount / root.strip("/")).mkdir(exist_ok=True)
+
+
+def _remove_cgroup_root(root: str) -> None:
+    for mount in _cgroup_mounts():
+        top = mount / root.strip("/")
+        if not top.is_dir():
+            continue
+        for d in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        with contextlib.suppress(OSError):
+            top.rmdir()
+
+
+def stop(cluster: Cluster, node: RealNode) -> None:
+    """Stop kubelet, every container, containerd and the shims, then remove the node's mounts,
+    network namespaces, bridge, cgroups and folder, and its Node object."""
+    kubelet = [p for p in cluster.procs if p.name == f"kubelet-{node.name}"]
+    localcluster.stop(kubelet)
+    # kubelet leaves its pods running when it stops; runc kills each container's processes and
+    # removes its cgroup.
+    for namespace in node.runc_root.glob("*"):
+        listed = subprocess.run(
+            [_runc(node), "--root", str(namespace), "list", "-q"], capture_output=True, text=True, check=False
+        )
+        for container in listed.stdout.split():
+            subprocess.run(
+                [_runc(node), "--root", str(namespace), "delete", "--force", container],
+                capture_output=True,
+                check=False,
+            )
+    containerd = [p for p in cluster.procs if p.name == f"containerd-{node.name}"]
+    localcluster.stop(containerd)
+    # The shims (their command lines name the node's socket), then every mount under the node's folder
+    # (rootfs overlays, shm, netns bind mounts, kubelet's volumes), deepest first, and the folder.
+    localcluster.release_node_mounts(node.root)
+    with contextlib.suppress(OSError):
+        DATA_DIR.rmdir()  # when no other node uses it
+    shutil.rmtree(node.record, ignore_errors=True)
+    subprocess.run(["ip", "link", "delete", node.bridge], capture_output=True, check=False)
+    _remove_cgroup_root(node.cgroup_root)
+    cluster.procs = [p for p in cluster.procs if p not in kubelet + containerd]
+    cluster.save()
+    with contextlib.suppress(OSError, ValueError):
+        localcluster.api(cluster, "DELETE", f"/api/v1/nodes/{node.name}", timeout=2)
+    log(f"real node {node.name} stopped")
+
+
+def _runc(node: RealNode) -> str:
+    # The runc containerd was told to use, from the node's own configuration.
+    try:
+        config = (node.root / "containerd" / "config.toml").read_text()
+    except OSError:
+        return "runc"
+    match = re.search(r'BinaryName = "([^"]+)"', config)
+    return match.group(1) if match else "runc"
+
+
+def stop_all(cluster: Cluster) -> None:
+    folder = cluster.state_dir / NODES_DIR
+    if not folder.is_dir():
+        return
+    for sub in sorted(folder.iterdir()):
+        node = RealNode.load(sub)
+        if node is not None:
+            stop(cluster, node)
+    shutil.rmtree(folder, ignore_errors=True)

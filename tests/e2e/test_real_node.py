@@ -1,0 +1,236 @@
+"""A real kubelet node (hack/realnode.py) on the session's local cluster: a real busybox container
+runs on it, ``kubectl logs`` and ``kubectl exec`` reach it through the API server, and deleting the pod
+leaves no container, shim, mount or network interface behind.
+
+The node is started here unless the cluster already has one (``LOCALCLUSTER_REAL_NODES=1 make up``),
+and stopped again at the end of the module when started here. Skipped, saying why, on a cluster
+hack/localcluster.py did not start (this test inspects the node's host) or when a real node cannot
+be built here."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+import localcluster
+import realnode
+from tests.e2e.fluid import kubectl
+from tests.e2e.wait import eventually
+
+
+@dataclass
+class Node:
+    cluster: localcluster.Cluster
+    node: realnode.RealNode
+    started_in: float | None  # seconds from start to Ready, when this module started it
+
+
+@pytest.fixture(scope="module")
+def real_node(kubeconfig: Path) -> Iterator[Node]:
+    cluster = localcluster.Cluster.load(kubeconfig.parent)
+    if cluster is None:
+        pytest.skip(
+            f"KUBECONFIG names a cluster hack/localcluster.py did not start ({kubeconfig}): this test "
+            "inspects a real node's host (containers, shims, mounts); run it without KUBECONFIG, or on "
+            "LOCALCLUSTER_REAL_NODES=1 make up"
+        )
+    existing = realnode.RealNode.load(kubeconfig.parent / realnode.NODES_DIR / f"{realnode.NAME_PREFIX}0")
+    if existing is not None and realnode.running(cluster, existing):
+        yield Node(cluster, existing, None)
+        return
+    if os.geteuid() != 0:
+        pytest.skip("a real node needs root (containerd, runc, mounts, a bridge)")
+    if shutil.which("go") is None:
+        pytest.skip("building a real node's binaries (hack/build-bins.sh node) needs Go >= 1.26")
+    problems = realnode.missing_prerequisites()
+    if problems:
+        pytest.skip("a real node cannot run here: " + "; ".join(problems))
+    bins = realnode.node_bins()
+    t0 = time.monotonic()
+    node = realnode.start(cluster, 0, bins)
+    try:
+        yield Node(cluster, node, time.monotonic() - t0)
+    finally:
+        realnode.stop(cluster, node)
+
+
+def busybox_pod(name: str, marker: str) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "nodeSelector": {realnode.REAL_NODE_KEY: "true"},
+            "tolerations": [{"key": realnode.REAL_NODE_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+            "terminationGracePeriodSeconds": 1,
+            "containers": [
+                {
+                    "name": "busybox",
+                    "image": realnode.busybox_image("1.35.0"),
+                    "imagePullPolicy": "Never",
+                    "command": ["sh", "-c", f"echo {marker}; exec sleep 3600"],
+                }
+            ],
+        },
+    }
+
+
+def shims(node: realnode.RealNode) -> list[int]:
+    """The node's runc shims: their command line names its containerd socket."""
+    out = subprocess.run(
+        ["pgrep", "-f", f"containerd-shim-runc-v2 .*{node.socket}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return [int(p) for p in out.stdout.split()]
+
+
+def mounts_under(node: realnode.RealNode, *words: str) -> list[str]:
+    with open("/proc/self/mountinfo") as table:
+        points = [line.split()[4] for line in table]
+    return [p for p in points if p.startswith(node.dir + "/") and any(w in p for w in words)]
+
+
+def runc_containers(node: realnode.RealNode) -> list[str]:
+    runc = realnode._runc(node)
+    out = subprocess.run(
+        [runc, "--root", str(node.runc_root / "k8s.io"), "list", "-q"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return out.stdout.split()
+
+
+def test_the_real_node_is_a_ready_kubelet_on_containerd(real_node: Node, core: client.CoreV1Api) -> None:
+    status = core.read_node(real_node.node.name).status
+    assert status.node_info.kubelet_version.startswith("v1.")
+    assert status.node_info.container_runtime_version.startswith("containerd://2.")
+    assert any(c.type == "Ready" and c.status == "True" for c in status.conditions)
+    # The rest of the suite keeps landing on kwok nodes: the real node takes only pods that ask for it.
+    taints = core.read_node(real_node.node.name).spec.taints
+    assert [(t.key, t.effect) for t in taints] == [(realnode.REAL_NODE_KEY, "NoSchedule")]
+    if real_node.started_in is not None:
+        print(f"real node start to Ready: {real_node.started_in:.1f}s")
+
+
+def test_a_busybox_pod_runs_answers_logs_and_exec_and_leaves_nothing_when_deleted(
+    real_node: Node, core: client.CoreV1Api, namespace: str, kubeconfig: Path
+) -> None:
+    node, marker = real_node.node, f"hello-{secrets.token_hex(4)}"
+    core.create_namespaced_pod(namespace, busybox_pod("busybox", marker))
+    pod = eventually(
+        lambda: (p := core.read_namespaced_pod("busybox", namespace)).status.phase == "Running" and p,
+        "the busybox pod Running on the real node",
+        timeout=90,
+    )
+    assert pod.spec.node_name == node.name
+    uid = pod.metadata.uid
+
+    # Through the API server to the kubelet on 127.0.0.1, by the node's name.
+    eventually(
+        lambda: marker in kubectl(kubeconfig, "-n", namespace, "logs", "busybox"), "the pod's log line"
+    )
+    out = kubectl(
+        kubeconfig, "-n", namespace, "exec", "busybox", "--", "sh", "-c", "echo $((6 * 7)); hostname"
+    )
+    assert out.split() == ["42", "busybox"]
+
+    # A real container: runc runs it and the sandbox, a shim serves them, its volumes are mounted.
+    assert len(runc_containers(node)) >= 2
+    assert shims(node)
+    assert mounts_under(node, uid), "the pod's service account token volume is not mounted"
+
+    core.delete_namespaced_pod("busybox", namespace)
+    eventually(lambda: not core.list_namespaced_pod(namespace).items, "the pod gone", timeout=60)
+    eventually(lambda: not runc_containers(node), "no container left in runc", timeout=30)
+    eventually(lambda: not shims(node), "no shim left", timeout=30)
+    assert not mounts_under(node, uid, "rootfs", "shm", "netns")
+    veths = subprocess.run(
+        ["ip", "-o", "link", "show", "master", node.bridge], capture_output=True, text=True, check=False
+    )
+    assert "veth" not in veths.stdout
+
+
+def test_down_leaves_no_container_shim_mount_bridge_cgroup_or_netns(real_node: Node, tmp_path: Path) -> None:
+    # A cluster of its own, as `LOCALCLUSTER_REAL_NODES=1 make up` starts it, stopped with a pod running.
+    state = tmp_path / "own"
+    cluster = localcluster.up(state, 0, None)
+    try:
+        [node] = realnode.ensure(cluster, 1)
+        kubeconfig = cluster.kubeconfig
+        kubectl(kubeconfig, "apply", "-f", "-", stdin=json.dumps(busybox_pod("left-running", "x")))
+        kubectl(kubeconfig, "wait", "--for=condition=Ready", "pod/left-running", "--timeout=90s")
+        assert shims(node)
+        assert mounts_under(node, "netns"), (
+            "the pod's network namespace is not bind-mounted under the node's folder"
+        )
+    finally:
+        localcluster.down(state)
+    assert not shims(node)
+    # Nor any process of the node's (containerd, kubelet, shims, the pod's sleep in its cgroup).
+    left = subprocess.run(["pgrep", "-af", node.dir], capture_output=True, text=True, check=False)
+    assert not left.stdout, left.stdout
+    with open("/proc/self/mountinfo") as table:
+        table_text = table.read()
+    assert node.dir not in table_text
+    assert str(state.resolve()) not in table_text
+    links = subprocess.run(
+        ["ip", "-o", "link", "show", node.bridge], capture_output=True, text=True, check=False
+    )
+    assert links.returncode != 0, links.stdout
+    assert not list(Path("/sys/fs/cgroup").glob(f"*/{node.cgroup_root.strip('/')}"))
+    assert not Path(node.dir).exists()
+    assert not Path(node.record).exists()
+    assert not [p for p in cluster.procs if p.alive()]
+
+
+@pytest.mark.skipif(
+    shutil.which("mmdebstrap") is None, reason="building the product's image needs mmdebstrap"
+)
+def test_the_products_image_built_without_docker_runs_on_the_real_node(
+    real_node: Node, core: client.CoreV1Api, namespace: str, kubeconfig: Path
+) -> None:
+    import productimage
+
+    t0 = time.monotonic()
+    archive = productimage.build()
+    built = time.monotonic() - t0
+    realnode.import_archive(realnode.node_bins(), real_node.node, archive)
+    print(f"product image: {archive.stat().st_size >> 20} MiB, built or found in {built:.0f}s, "
+          f"imported in {time.monotonic() - t0 - built:.0f}s")  # fmt: skip
+    pod = busybox_pod("product", "unused")
+    [container] = pod["spec"]["containers"]
+    # The name and pull policy the manifests use.
+    container.update(
+        image="kubectl-fluid:latest",
+        imagePullPolicy="IfNotPresent",
+        command=["sh", "-c", "id -u; fluid-csi --help; exec sleep 3600"],
+    )
+    core.create_namespaced_pod(namespace, pod)
+    eventually(
+        lambda: core.read_namespaced_pod("product", namespace).status.phase == "Running",
+        "the product's image Running on the real node",
+        timeout=120,
+    )
+
+    def logs() -> str:
+        return kubectl(kubeconfig, "-n", namespace, "logs", "product")
+
+    log = eventually(lambda: "usage: fluid-csi" in (out := logs()) and out, "fluid-csi's usage in the log")
+    # The Dockerfile's non-root default user.
+    assert log.split()[0] == str(productimage.UID)
+    out = kubectl(kubeconfig, "-n", namespace, "exec", "product", "--", "python", "-c",
+                  "import csi.proto.csi_pb2_grpc, controller.main, webhook.main; print('ok')")  # fmt: skip
+    assert out.strip() == "ok"

@@ -1,0 +1,173 @@
+"""A real node's pure parts (hack/realnode.py): its private names, the containerd, CNI and kubelet
+configuration this machine needs, the node identity from the cluster CA, the API server's hosts file."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+from cryptography.x509.oid import NameOID
+
+import localcluster
+import realnode
+from kubectl_fluid.api import names
+
+PORTS = {"kubelet": 41001, "healthz": 41002}
+
+
+def node(tmp_path: Path, index: int = 0) -> realnode.RealNode:
+    return realnode.plan(tmp_path, index, PORTS, "192.0.2.2")
+
+
+def test_names_are_private_to_the_state_dir_and_fit_linux(tmp_path: Path) -> None:
+    a, b, a1 = node(tmp_path / "a"), node(tmp_path / "b"), node(tmp_path / "a", 1)
+    assert a.name == "real-node-0"
+    assert a1.name == "real-node-1"
+    # Two clusters side by side, or two nodes of one, never share a bridge, cgroup or subnet.
+    assert len({a.bridge, b.bridge, a1.bridge}) == 3
+    assert len({a.cgroup_root, b.cgroup_root, a1.cgroup_root}) == 3
+    assert len({a.dir, b.dir, a1.dir}) == 3
+    assert all(len(n.bridge) <= 15 for n in (a, b, a1))  # IFNAMSIZ
+    nets = [ipaddress.ip_network(n.subnet) for n in (a, a1)]
+    assert not nets[0].overlaps(nets[1])
+    assert all(n.is_private and n.prefixlen == 24 for n in nets)
+
+
+def test_sockets_fit_linux_unix_path_limit_whatever_the_state_dir(tmp_path: Path) -> None:
+    # sun_path holds 108 bytes with the NUL; kubelet's deepest socket is the CSI driver's registration.
+    n = node(tmp_path / ("deep" * 30))
+    assert len(f"{n.socket}.ttrpc") <= 107
+    assert len(f"{n.kubelet_root}/plugins_registry/{names.CSI_DRIVER}-reg.sock") <= 107
+    assert Path(n.dir).parent == realnode.DATA_DIR
+    # The record stays in the state dir, where `down` finds it.
+    assert Path(n.record) == (tmp_path / ("deep" * 30)).resolve() / "realnodes" / "real-node-0"
+
+
+def test_node_record_round_trips(tmp_path: Path) -> None:
+    n = node(tmp_path)
+    n.save()
+    assert realnode.RealNode.load(Path(n.record)) == n
+    assert (Path(n.record) / "data").readlink() == n.root
+    assert realnode.RealNode.load(tmp_path / "nowhere") is None
+
+
+def test_containerd_is_private_to_the_node_and_set_for_this_machine(tmp_path: Path) -> None:
+    n = node(tmp_path)
+    config = tomllib.loads(realnode.containerd_config(n, Path("/bins"), "localhost/kubectl-fluid/pause:v1"))
+    assert config["version"] == 3
+    assert config["imports"] == []
+    assert "io.containerd.nri.v1.nri" in config["disabled_plugins"]
+    runtime = config["plugins"]["io.containerd.cri.v1.runtime"]
+    # No CAP_SYS_RESOURCE here: without this every sandbox fails in runc's nsexec.
+    assert runtime["restrict_oom_score_adj"] is True
+    assert runtime["netns_mounts_under_state_dir"] is True
+    assert runtime["cdi_spec_dirs"] == []
+    runc = runtime["containerd"]["runtimes"]["runc"]["options"]
+    assert runc["BinaryName"] == "/bins/runc"
+    assert config["plugins"]["io.containerd.cri.v1.images"]["pinned_images"]["sandbox"].endswith("pause:v1")
+    # Everything containerd writes or listens on is under the node's folder.
+    assert config["grpc"]["address"] == str(n.socket)
+    assert config["ttrpc"]["address"] == f"{n.socket}.ttrpc"
+    paths = [
+        config["root"],
+        config["state"],
+        runc["Root"],
+        runtime["cni"]["conf_dir"],
+        config["plugins"]["io.containerd.internal.v1.opt"]["path"],
+    ]
+    assert all(p.startswith(n.dir + "/") for p in paths), paths
+    assert config["plugins"]["io.containerd.grpc.v1.cri"]["stream_server_address"] == "127.0.0.1"
+
+
+def test_cni_bridge_has_no_gateway_and_no_masquerade(tmp_path: Path) -> None:
+    n = node(tmp_path)
+    bridge, loopback = realnode.cni_config(n)["plugins"]
+    assert (bridge["type"], loopback["type"]) == ("bridge", "loopback")
+    assert bridge["bridge"] == n.bridge
+    assert bridge["isGateway"] is False
+    assert bridge["ipMasq"] is False
+    assert bridge["ipam"]["ranges"] == [[{"subnet": n.subnet}]]
+    assert bridge["ipam"]["dataDir"].startswith(n.dir + "/")
+
+
+def test_kubelet_serves_loopback_only_and_carries_what_this_machine_forces(tmp_path: Path) -> None:
+    n = node(tmp_path)
+    config = realnode.kubelet_config(n, tmp_path / "ca.crt")
+    assert config["address"] == config["healthzBindAddress"] == "127.0.0.1"
+    assert (config["port"], config["healthzPort"], config["readOnlyPort"]) == (41001, 41002, 0)
+    assert config["authentication"]["anonymous"] == {"enabled": False}
+    assert config["authentication"]["x509"]["clientCAFile"] == str(tmp_path / "ca.crt")
+    assert config["authorization"]["mode"] == "Webhook"
+    assert config["failCgroupV1"] is False
+    assert config["cgroupDriver"] == "cgroupfs"
+    assert config["cgroupRoot"] == n.cgroup_root
+    assert config["oomScoreAdj"] == 0
+    assert config["failSwapOn"] is False
+    assert config["containerRuntimeEndpoint"] == f"unix://{n.socket}"
+    assert config["podLogsDir"].startswith(n.dir + "/")
+    assert config["registerWithTaints"] == [
+        {"key": realnode.REAL_NODE_KEY, "value": "true", "effect": "NoSchedule"}
+    ]
+
+
+def test_kubelet_identity_is_a_node_of_the_cluster_ca(tmp_path: Path) -> None:
+    localcluster.write_pki(tmp_path)
+    cert_pem, _ = localcluster.sign_leaf(tmp_path, "system:node:real-node-0", "system:nodes")
+    ca = x509.load_pem_x509_certificate((tmp_path / "ca.crt").read_bytes())
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    cert.verify_directly_issued_by(ca)
+    # The Node authorizer admits exactly this shape: CN system:node:NAME, O system:nodes.
+    assert [a.value for a in cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)] == [
+        "system:node:real-node-0"
+    ]
+    assert [a.value for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)] == [
+        "system:nodes"
+    ]
+    # The API server calls kubelets (exec, logs) with a certificate of its own, as a cluster admin.
+    client = x509.load_pem_x509_certificate((tmp_path / "apiserver-kubelet-client.crt").read_bytes())
+    client.verify_directly_issued_by(ca)
+    assert [a.value for a in client.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)] == [
+        "system:masters"
+    ]
+
+
+def test_node_kubeconfig_uses_the_node_certificate(tmp_path: Path) -> None:
+    n = node(tmp_path)
+    config = realnode.node_kubeconfig("https://127.0.0.1:6443", tmp_path / "pki", n)
+    json.dumps(config)
+    assert config["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:6443"
+    assert config["users"][0]["user"]["client-certificate"] == str(n.root / "pki" / "kubelet.crt")
+
+
+def test_api_server_hosts_file_keeps_the_nodes_names_across_restarts(tmp_path: Path) -> None:
+    cluster = localcluster.Cluster(state_dir=tmp_path)
+    argv = localcluster.private_hosts(cluster)
+    hosts = tmp_path / localcluster.HOSTS_FILE
+    assert argv[:2] == ["unshare", "--mount"]
+    assert argv[-1] == str(hosts)
+    assert hosts.read_text() == Path("/etc/hosts").read_text()
+    with open(hosts, "a") as f:
+        f.write("127.0.0.1 real-node-0\n")
+    localcluster.private_hosts(cluster)  # restart_storage starts the API server again
+    assert hosts.read_text().endswith("127.0.0.1 real-node-0\n")
+
+
+def test_busybox_version_from_its_banner() -> None:
+    banner = "BusyBox v1.35.0 (Debian 1:1.35.0-4+deb12u1+b1) multi-call binary.\nBusyBox is copyrighted"
+    assert realnode.busybox_version(banner) == "1.35.0"
+    with pytest.raises(ValueError, match="not a busybox banner"):
+        realnode.busybox_version("sh: busybox: not found")
+
+
+def test_node_ip_is_the_first_global_ipv4_address() -> None:
+    out = (
+        "2: eth0    inet 192.0.2.2/24 brd 192.0.2.255 scope global eth0\\       valid_lft forever\n"
+        "3: eth1    inet 198.51.100.7/24 scope global eth1\n"
+    )
+    assert realnode.host_address(out) == "192.0.2.2"
+    with pytest.raises(SystemExit, match="no global IPv4 address"):
+        realnode.host_address("")
