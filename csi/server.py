@@ -36,9 +36,11 @@ from csi.proto import csi_pb2_grpc
 log = logging.getLogger("csi.server")
 
 # sockaddr_un.sun_path is 108 bytes on Linux, including the terminating NUL.
-_SUN_PATH_MAX = 107
+# What grpc binds: sun_path holds 108 bytes, and grpc refuses a path of over 105 (measured, grpcio 1.85).
+_SUN_PATH_MAX = 105
 _ASIDE = itertools.count()
-_ASIDE_NAME = re.compile(r"\.fluid-csi-[0-9]+-[0-9]+\.sock")
+# Short (".fc1a2b.0"): it must fit wherever the endpoint's own name does, as nearly as can be.
+_ASIDE_NAME = re.compile(r"\.fc[0-9a-f]+\.[0-9]+")
 DEFAULT_GRACE_SECONDS = 5.0
 
 
@@ -135,22 +137,26 @@ class UnixGrpcServer:
             raise RuntimeError(f"{self.what} server started twice")
         clear_stale_socket(self.path)
         _clear_stale_asides(self.path.parent)
-        aside = self.path.with_name(f".fluid-csi-{os.getpid()}-{next(_ASIDE)}.sock")
+        aside: Path | None = self.path.with_name(f".fc{os.getpid():x}.{next(_ASIDE)}")
         if len(str(aside).encode()) > _SUN_PATH_MAX:
-            raise EndpointError(f"socket directory {self.path.parent} is too long a path to bind in")
+            # An endpoint within a few bytes of the limit: bound where it is, as before asides
+            # existed; only then can a stopping instance's grpc unlink a successor's socket.
+            aside = None
         server = grpc.aio.server()
         self._add_services(server)
+        bound = aside or self.path
         # Older grpcio returns 0 on a failed bind instead of raising.
-        if server.add_insecure_port(f"unix://{aside}") == 0:
-            raise EndpointError(f"cannot listen on {aside}")
+        if server.add_insecure_port(f"unix://{bound}") == 0:
+            raise EndpointError(f"cannot listen on {bound}")
         await server.start()
-        try:
-            # A link, not a rename: it fails rather than replace a socket made there meanwhile.
-            os.link(aside, self.path)
-        except FileExistsError:
-            await server.stop(0)
-            aside.unlink(missing_ok=True)
-            raise EndpointError(f"{self.path} was taken by another process while starting") from None
+        if aside is not None:
+            try:
+                # A link, not a rename: it fails rather than replace a socket made there meanwhile.
+                os.link(aside, self.path)
+            except FileExistsError:
+                await server.stop(0)
+                aside.unlink(missing_ok=True)
+                raise EndpointError(f"{self.path} was taken by another process while starting") from None
         self._server, self._aside = server, aside
         self._fd = os.open(self.path, os.O_PATH | os.O_NOFOLLOW)
         log.info("serving %s on %s", self.what, self.path)

@@ -531,3 +531,31 @@ def test_help_says_what_each_mount_mode_survives() -> None:
     assert "survives a restart of this process, not of its container" in text
     assert "standalone: one FUSE pod per mount key" in text
     assert "survives a restart of this process and of its container" in text
+
+
+@pytest.mark.parametrize("length", [97, 105])
+def test_an_endpoint_as_long_as_grpc_binds_is_served(short_dir: Path, length: int) -> None:
+    # make up's csi.sock under a deep state dir (pytest's, say) was refused once the server bound a
+    # longer private name beside it first: grpc binds at most 105 bytes of path.
+    deep = short_dir / ("d" * (length - len(str(short_dir)) - len("/") - len("/x/csi.sock")))
+    sock = deep / "x" / "csi.sock"
+    sock.parent.mkdir(parents=True)
+    assert len(str(sock)) == length
+    loop = LoopThread()
+    try:
+        server = start(loop, sock, short_dir / "data")
+        channel = grpc.insecure_channel(f"unix://{sock}")
+        info = csi_pb2_grpc.IdentityStub(channel).GetPluginInfo(csi_pb2.GetPluginInfoRequest(), timeout=10)
+        assert info.name == names.CSI_DRIVER
+        channel.close()
+        loop.run(server.stop(0))
+        assert not sock.exists()
+    finally:
+        loop.close()
+
+
+def test_an_endpoint_longer_than_grpc_binds_is_refused_naming_it(short_dir: Path) -> None:
+    deep = short_dir / ("d" * (106 - len(str(short_dir)) - len("/") - len("/csi.sock")))
+    deep.mkdir()
+    with pytest.raises(EndpointError, match="longer than 105 bytes"):
+        socket_path(f"unix://{deep / 'csi.sock'}")

@@ -158,7 +158,7 @@ def test_while_serving_the_directory_holds_nothing_kubelet_would_stat_in_vain(
     # kubelet's plugin watcher stats every file created in the directory, and logs an error for one
     # gone by then; dot files it then ignores. A name gRPC bound before the socket was put in place
     # stays while the server runs, and one a killed instance left is cleared at the next start.
-    killed = registry / ".fluid-csi-99999999-0.sock"
+    killed = registry / ".fc5f5e0ff.0"
     stale_socket(killed)
     registration = KubeletRegistration(registry, KUBELET_SEES)
     loop.run(registration.start())
