@@ -223,13 +223,15 @@ def test_upstreams_refusals_become_conditions_and_events_and_a_fix_binds(
         GROUP, VERSION, "cacheruntimeclasses", runtime_class, {"topology": topology}
     )
     refused("InvalidRuntimeClass", "component master must define at least one container")
+    # The runtime's bad mount first, then the class's fix: in the other order the pair is valid for a
+    # moment, the Dataset binds, and a later refusal keeps what was bound (nothing is lost).
+    fl.patch(
+        "cacheruntimes", "bad", {"spec": {"master": {"volumeMounts": [{"name": "v", "mountPath": "/v"}]}}}
+    )
     containers = [{"name": "master", "image": "registry.k8s.io/pause:3.10"}]
     topology["master"]["template"]["spec"]["containers"] = containers
     fl.custom.patch_cluster_custom_object(
         GROUP, VERSION, "cacheruntimeclasses", runtime_class, {"topology": topology}
-    )
-    fl.patch(
-        "cacheruntimes", "bad", {"spec": {"master": {"volumeMounts": [{"name": "v", "mountPath": "/v"}]}}}
     )
     refused("InvalidSpec", "volume not found for volumeMount v")
     fl.patch("cacheruntimes", "bad", {"spec": {"volumes": [{"name": "v", "emptyDir": {}}]}})
