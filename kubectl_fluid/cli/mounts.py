@@ -2,7 +2,8 @@
 from the FuseMount objects its node services publish.
 
 ``-o wide`` adds the staged volumes, the number of publish targets and the pods behind them (pods
-are matched by UID among the pods of the mounts' nodes; a pod that cannot be read shows its UID).
+are matched by UID among the pods of the mounts' nodes; a pod that cannot be read shows its UID), and
+the reason a mount is Broken.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from kubectl_fluid.cli import complete
 from kubectl_fluid.cli.settings import Settings, kube_command
 
 HEADERS = ("NODE", "MOUNT-KEY", "MASTER-ADDRS", "FS-PATH", "MODE", "REFS", "PHASE", "AGE")
-WIDE_HEADERS = (*HEADERS, "VOLUMES", "TARGETS", "PODS")
+# REASON last: it is a sentence (why a mount is Broken), as kubectl puts MESSAGE last.
+WIDE_HEADERS = (*HEADERS, "VOLUMES", "TARGETS", "PODS", "REASON")
 
 
 def _spec(fm: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -78,6 +80,7 @@ def row(
             cell(",".join(str(v.get("volumeID", "")) for v in volumes)),
             str(targets),
             cell(",".join(names_by_uid.get(uid, uid) for uid in pod_uids(fm))),
+            cell(status.get("reason")),
         ]
     return cells
 
@@ -97,7 +100,8 @@ def mounts(node: str | None, settings: Settings) -> None:
     MODE          embedded (FUSE in the node service) or standalone (a FUSE pod)
     REFS          volumes staged on it; at 0 the FUSE mount is taken down
     PHASE         Mounting, Ready, Broken (remounted by the node service) or Unmounting
-    -o wide adds VOLUMES (their IDs), TARGETS (bind mounts into pods) and PODS.
+    -o wide adds VOLUMES (their IDs), TARGETS (bind mounts into pods), PODS and REASON (why a
+    mount is Broken, and what to do).
 
     FuseMount objects are cluster-scoped: -n and -A are accepted and change nothing.
     Needs: list on fusemounts.data.fluid.io (and, for -o wide, list on pods).

@@ -95,7 +95,8 @@ def test_mounts_table_filters_and_formats(
             ],
         },
     )
-    publish(node, key_b, {"phase": "Broken", "refCount": 0})
+    reason = "the FUSE's fs-path /data is gone from the cache at m1:8995: delete the pods using it"
+    publish(node, key_b, {"phase": "Broken", "refCount": 0, "reason": reason})
     other = f"{node}-other"
     publish(other, key_a, {"phase": "Ready", "refCount": 1})
 
@@ -110,9 +111,10 @@ def test_mounts_table_filters_and_formats(
         line.split()
         for line in ok(kubectl_fluid(kubeconfig, "mounts", "--node", node, "-o", "wide")).splitlines()
     ]
-    assert wide[0][-3:] == ["VOLUMES", "TARGETS", "PODS"]
-    assert wide[1][-3:] == ["vol-1,vol-2", "1", f"{namespace}/reader"]
-    assert wide[2][-3:] == ["<none>", "0", "<none>"]
+    assert wide[0][-4:] == ["VOLUMES", "TARGETS", "PODS", "REASON"]
+    assert wide[1][-4:] == ["vol-1,vol-2", "1", f"{namespace}/reader", "<none>"]
+    broken = " ".join(wide[2])
+    assert broken.endswith(f"<none> 0 <none> {reason}"), broken
 
     # Without --node, every node's mounts, ours among them, sorted by node.
     everything = [

@@ -63,13 +63,21 @@ def test_mount_row_wide_names_the_pods_behind_the_targets() -> None:
             {"volumeID": "v2", "stagingPath": "/s2"},
         ],
     )
-    assert mount_view.row(fm, NOW, wide=True, pods={"u1": "a/p1"})[-3:] == ["v1,v2", "2", "a/p1,u2"]
+    assert mount_view.row(fm, NOW, wide=True, pods={"u1": "a/p1"})[-4:] == ["v1,v2", "2", "a/p1,u2", "<none>"]
+
+
+def test_wide_says_why_a_mount_is_broken() -> None:
+    why = "the FUSE's fs-path /k8s is gone from the cache at m:8995 (its mount answers ENOENT): ..."
+    fm = fuse_mount("n1", phase="Broken", refCount=1, reason=why)
+    row = mount_view.row(fm, NOW, wide=True)
+    assert (row[6], row[-1]) == ("Broken", why)
+    assert len(row) == len(mount_view.WIDE_HEADERS)
 
 
 def test_a_fresh_mount_without_status_shows_zero_refs_and_none() -> None:
     row = mount_view.row({"spec": {"nodeName": "n", "mountKey": KEY}}, NOW, wide=True)
     assert row[5:7] == ["0", "<none>"]
-    assert row[-3:] == ["<none>", "0", "<none>"]
+    assert row[-4:] == ["<none>", "0", "<none>", "<none>"]
 
 
 def test_select_filters_by_exact_node_and_sorts() -> None:
