@@ -35,6 +35,8 @@ from tests.e2e.fluid import (
 )
 
 PAIRS = 500
+# How long a converged cluster is watched for writes it should not get.
+STEADY_SECONDS = 30.0
 CONCURRENCY = 8
 DATASETS = Resource(names.GROUP, names.VERSION, "datasets", "Dataset", True)
 RUNTIMES = Resource(names.GROUP, names.VERSION, "cacheruntimes", "CacheRuntime", True)
@@ -67,6 +69,60 @@ async def create_all(api: Any, items: list[tuple[Resource, str, dict[str, Any]]]
             await http.request(api, "POST", resource.collection_path(namespace), body=body)
 
     await asyncio.gather(*(one(*item) for item in items))
+
+
+def report_converged(
+    report: Report, controller: ControllerProcess, converged: float, applying: float, base_seconds: float
+) -> None:
+    assert controller.proc is not None
+    _, metrics_text = controller.get("/metrics")
+    report.add(
+        f"{PAIRS} pairs applied -> all ConfigMaps correct",
+        converged,
+        "s",
+        f"{PAIRS} ConfigMaps created directly",
+        base_seconds,
+        goal=ratio_at_most(1.5),
+    )
+    report.add(f"of which: creating the {2 * PAIRS} objects", applying, "s")
+    report.add(
+        "reconcile p50",
+        1000 * histogram_quantile(metrics_text, "fluid_controller_reconcile_duration_seconds", 0.5),
+        "ms",
+    )
+    report.add(
+        "reconcile p99",
+        1000 * histogram_quantile(metrics_text, "fluid_controller_reconcile_duration_seconds", 0.99),
+        "ms",
+        goal=at_most(300, "ms"),
+    )
+    report.add(
+        f"API writes in {STEADY_SECONDS:g} s of a steady cluster ({PAIRS} pairs converged)",
+        steady_writes(controller),
+        "writes",
+        goal=at_most(0, "writes"),
+    )
+    report.add("controller RSS after converging", rss_mb(controller.proc.pid), "MB")
+    report.add("controller peak RSS", rss_mb(controller.proc.pid, "VmHWM"), "MB", goal=at_most(150, "MB"))
+
+
+def counter_total(text: str, name: str) -> float:
+    """The sum of a Prometheus counter over all its label sets."""
+    return sum(
+        float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line.startswith((f"{name}{{", f"{name} "))
+    )
+
+
+def steady_writes(controller: ControllerProcess) -> float:
+    """Writes the controller sends while nothing changes: resyncs and watch restarts must find
+    everything as it should be and write nothing."""
+    _, before = controller.get("/metrics")
+    time.sleep(STEADY_SECONDS)
+    _, after = controller.get("/metrics")
+    name = "fluid_controller_api_writes_total"
+    return counter_total(after, name) - counter_total(before, name)
 
 
 def histogram_quantile(text: str, name: str, q: float) -> float:
@@ -156,30 +212,7 @@ def run(report: Report, kubeconfig: Path, workdir: Path) -> None:
                 await asyncio.sleep(0.25)
 
         converged, applying = asyncio.run(apply_pairs())
-        assert controller.proc is not None
-        _, metrics_text = controller.get("/metrics")
-        report.add(
-            f"{PAIRS} pairs applied -> all ConfigMaps correct",
-            converged,
-            "s",
-            f"{PAIRS} ConfigMaps created directly",
-            base_seconds,
-            goal=ratio_at_most(1.5),
-        )
-        report.add(f"of which: creating the {2 * PAIRS} objects", applying, "s")
-        report.add(
-            "reconcile p50",
-            1000 * histogram_quantile(metrics_text, "fluid_controller_reconcile_duration_seconds", 0.5),
-            "ms",
-        )
-        report.add(
-            "reconcile p99",
-            1000 * histogram_quantile(metrics_text, "fluid_controller_reconcile_duration_seconds", 0.99),
-            "ms",
-            goal=at_most(300, "ms"),
-        )
-        report.add("controller RSS after converging", rss_mb(controller.proc.pid), "MB")
-        report.add("controller peak RSS", rss_mb(controller.proc.pid, "VmHWM"), "MB", goal=at_most(150, "MB"))
+        report_converged(report, controller, converged, applying, base_seconds)
     finally:
         # Deleted while the controller still runs: it removes the Datasets' finalizers. Stopped first,
         # the namespace would stay Terminating, and the namespace controller's retries over 500 pairs

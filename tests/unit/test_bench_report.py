@@ -62,3 +62,20 @@ def test_ratio_goals_agree_with_the_printed_comparison(value: float, baseline: f
     assert low.met == (value / baseline <= limit)
     assert high.met == (value / baseline >= limit)
     assert low.met or high.met
+
+
+def test_a_counter_is_summed_over_its_label_sets_and_nothing_else() -> None:
+    from tests.bench.bench_controller import counter_total
+
+    text = "\n".join(
+        [
+            "# HELP fluid_controller_api_writes_total Write requests sent to the API server.",
+            "# TYPE fluid_controller_api_writes_total counter",
+            'fluid_controller_api_writes_total{verb="apply",resource="configmaps"} 500.0',
+            'fluid_controller_api_writes_total{verb="patch",resource="datasets"} 12.0',
+            'fluid_controller_api_writes_total_created{verb="apply",resource="configmaps"} 1.7e9',
+            "fluid_controller_api_writes 3.0",
+        ]
+    )
+    assert counter_total(text, "fluid_controller_api_writes_total") == 512.0
+    assert counter_total("", "fluid_controller_api_writes_total") == 0
