@@ -86,6 +86,9 @@ class RealNode:
     healthz_port: int
     node_ip: str
     record: str  # the folder in the state dir that holds node.json
+    # Tainted: only pods that ask for the node land there (beside kwok nodes). Untainted: a cluster
+    # whose nodes are all real takes the product's manifests as they are.
+    tainted: bool = True
 
     @property
     def root(self) -> Path:
@@ -127,7 +130,7 @@ class RealNode:
 # ---------------------------------------------------------------- pure: names and configuration
 
 
-def plan(state_dir: Path, index: int, ports: dict[str, int], node_ip: str) -> RealNode:
+def plan(state_dir: Path, index: int, ports: dict[str, int], node_ip: str, tainted: bool = True) -> RealNode:
     """A node's private names, derived from the state dir so that two clusters side by side never
     share a bridge, a subnet or a cgroup: ``kf`` + 6 hex digits + the index (Linux allows 15)."""
     tag = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:6]
@@ -142,6 +145,7 @@ def plan(state_dir: Path, index: int, ports: dict[str, int], node_ip: str) -> Re
         healthz_port=ports["healthz"],
         node_ip=node_ip,
         record=str(state_dir.resolve() / NODES_DIR / name),
+        tainted=tainted,
     )
 
 
@@ -226,7 +230,7 @@ def cni_config(node: RealNode) -> dict[str, Any]:
 def kubelet_config(node: RealNode, ca: Path) -> dict[str, Any]:
     """KubeletConfiguration: served on 127.0.0.1 only, callers authenticated by the cluster CA and
     authorised by the API server; the settings this machine forces (module docstring)."""
-    return {
+    config: dict[str, Any] = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
         "address": "127.0.0.1",
@@ -254,10 +258,12 @@ def kubelet_config(node: RealNode, ca: Path) -> dict[str, Any]:
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
         "evictionHard": {"memory.available": "1Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
-        "registerWithTaints": [{"key": REAL_NODE_KEY, "value": "true", "effect": "NoSchedule"}],
         "serializeImagePulls": False,
         "maxPods": 110,
     }
+    if node.tainted:
+        config["registerWithTaints"] = [{"key": REAL_NODE_KEY, "value": "true", "effect": "NoSchedule"}]
+    return config
 
 
 def corefile(node: RealNode, kubeconfig: Path) -> str:
@@ -378,7 +384,7 @@ def missing_prerequisites() -> list[str]:
     return problems
 
 
-def ensure(cluster: Cluster, count: int) -> list[RealNode]:
+def ensure(cluster: Cluster, count: int, tainted: bool = True) -> list[RealNode]:
     """``count`` real nodes, Ready: the ones already running are kept, missing ones started."""
     if count <= 0:
         return []
@@ -395,7 +401,7 @@ def ensure(cluster: Cluster, count: int) -> list[RealNode]:
             continue
         if existing is not None:
             stop(cluster, existing)
-        nodes.append(start(cluster, index, bins))
+        nodes.append(start(cluster, index, bins, tainted))
     return nodes
 
 
@@ -406,13 +412,17 @@ def running(cluster: Cluster, node: RealNode) -> bool:
     return len(procs) == len(names) and all(p.alive() for p in procs)
 
 
-def start(cluster: Cluster, index: int, bins: Path) -> RealNode:
+def start(cluster: Cluster, index: int, bins: Path, tainted: bool = True) -> RealNode:
     t0 = time.monotonic()
     ip = subprocess.run(
         ["ip", "-4", "-o", "addr", "show", "scope", "global"], capture_output=True, text=True, check=True
     )
     node = plan(
-        cluster.state_dir, index, localcluster.free_ports(["kubelet", "healthz"]), host_address(ip.stdout)
+        cluster.state_dir,
+        index,
+        localcluster.free_ports(["kubelet", "healthz"]),
+        host_address(ip.stdout),
+        tainted,
     )
     localcluster.release_node_mounts(node.root)  # a stale node of a cluster that was not stopped
     node.save()  # first, so that `down` can undo a start that fails half-way

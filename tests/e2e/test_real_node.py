@@ -36,6 +36,15 @@ class Node:
     started_in: float | None  # seconds from start to Ready, when this module started it
 
 
+def why_no_real_node() -> str | None:
+    if os.geteuid() != 0:
+        return "a real node needs root (containerd, runc, mounts, a bridge)"
+    if shutil.which("go") is None:
+        return "building a real node's binaries (hack/build-bins.sh node) needs Go >= 1.26"
+    problems = realnode.missing_prerequisites()
+    return "a real node cannot run here: " + "; ".join(problems) if problems else None
+
+
 @pytest.fixture(scope="module")
 def real_node(kubeconfig: Path) -> Iterator[Node]:
     cluster = localcluster.Cluster.load(kubeconfig.parent)
@@ -49,13 +58,9 @@ def real_node(kubeconfig: Path) -> Iterator[Node]:
     if existing is not None and realnode.running(cluster, existing):
         yield Node(cluster, existing, None)
         return
-    if os.geteuid() != 0:
-        pytest.skip("a real node needs root (containerd, runc, mounts, a bridge)")
-    if shutil.which("go") is None:
-        pytest.skip("building a real node's binaries (hack/build-bins.sh node) needs Go >= 1.26")
-    problems = realnode.missing_prerequisites()
-    if problems:
-        pytest.skip("a real node cannot run here: " + "; ".join(problems))
+    reason = why_no_real_node()
+    if reason:
+        pytest.skip(reason)
     bins = realnode.node_bins()
     t0 = time.monotonic()
     node = realnode.start(cluster, 0, bins)

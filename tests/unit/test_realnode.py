@@ -170,6 +170,14 @@ def test_kubelet_serves_loopback_only_and_carries_what_this_machine_forces(tmp_p
     ]
 
 
+def test_an_untainted_node_takes_every_pod_as_a_users_node_does(tmp_path: Path) -> None:
+    # A cluster whose only node is real: the product's manifests, unchanged, schedule onto it.
+    n = realnode.plan(tmp_path, 0, PORTS, "192.0.2.2", tainted=False)
+    assert "registerWithTaints" not in realnode.kubelet_config(n, tmp_path / "ca.crt")
+    n.save()
+    assert realnode.RealNode.load(Path(n.record)) == n
+
+
 def test_kubelet_identity_is_a_node_of_the_cluster_ca(tmp_path: Path) -> None:
     localcluster.write_pki(tmp_path)
     cert_pem, _ = localcluster.sign_leaf(tmp_path, "system:node:real-node-0", "system:nodes")
