@@ -535,9 +535,16 @@ def _route_kubernetes_service(cluster: Cluster, node: RealNode) -> None:
     """The node's pods reach the kubernetes Service's ClusterIP (what in-cluster clients dial) through
     the node's own DNAT rule: kube-proxy would own host-wide chains that a second cluster on this host
     (the e2e tests run two at once) would overwrite."""
-    status, service = localcluster.api(cluster, "GET", "/api/v1/namespaces/default/services/kubernetes")
-    if status != 200:
-        raise SystemExit(f"error: reading the kubernetes Service: HTTP {status}")
+    path = "/api/v1/namespaces/default/services/kubernetes"
+    # The API server makes the Service shortly after it starts serving.
+    localcluster.wait_for(
+        "the kubernetes Service",
+        lambda: localcluster.api(cluster, "GET", path)[0] == 200,
+        cluster,
+        30,
+        ["kube-apiserver"],
+    )
+    service = localcluster.api(cluster, "GET", path)[1]
     for args in service_rules_removal(node):  # a stale one of a node that was not stopped
         _iptables(args)
     api_port = int(cluster.server.rsplit(":", 1)[1])
