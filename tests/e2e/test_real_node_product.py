@@ -16,8 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 import localcluster
+import ociimage
 import realnode
 from kubectl_fluid.api import names
 from tests.e2e.fluid import MANIFESTS, kubectl
@@ -40,14 +42,33 @@ def users_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[localclu
     cluster = localcluster.up(state, 0, None)  # no kwok node: every pod lands on the real one
     try:
         [node] = realnode.ensure(cluster, 1, tainted=False)
-        realnode.import_archive(realnode.node_bins(), node, productimage.build())
+        bins = realnode.node_bins()
+        realnode.import_archive(bins, node, productimage.build())
+        # The CSI controller's sidecar by the name the manifest gives it, from the csi-provisioner the
+        # control plane's build made at the same pin (tests/unit/test_manifests checks the tag).
+        archive = node.root / "images" / "csi-provisioner.tar"
+        ociimage.binary_image(Path(cluster.bin_dir) / "csi-provisioner", provisioner_image(), archive)
+        realnode.import_archive(bins, node, archive)
         yield cluster
     finally:
         localcluster.down(state)
 
 
+def provisioner_image() -> str:
+    for doc in yaml.safe_load_all((MANIFESTS / "csi" / "controller-deployment.yaml").read_text()):
+        if doc and doc["kind"] == "Deployment":
+            containers = doc["spec"]["template"]["spec"]["containers"]
+            return str(next(c["image"] for c in containers if c["name"] == "csi-provisioner"))
+    raise AssertionError("no csi-provisioner container in manifests/csi/controller-deployment.yaml")
+
+
 def get(kubeconfig: Path, *args: str) -> dict[str, object]:
     return json.loads(kubectl(kubeconfig, "get", "-o", "json", *args))  # type: ignore[no-any-return]
+
+
+def lease_holder(kubeconfig: Path, name: str) -> str | None:
+    spec: dict[str, str] = get(kubeconfig, "-n", NAMESPACE, "lease", name)["spec"]  # type: ignore[assignment]
+    return spec.get("holderIdentity")
 
 
 def pods(kubeconfig: Path, app: str) -> list[dict[str, object]]:
@@ -76,7 +97,7 @@ def test_the_product_deployed_with_its_manifests_runs_on_the_real_node(
     assert {p["spec"]["nodeName"] for p in controllers} == {f"{realnode.NAME_PREFIX}0"}
     names_ = {p["metadata"]["name"] for p in controllers}
     lease = eventually(
-        lambda: get(kc, "-n", NAMESPACE, "lease", "fluid-controller")["spec"].get("holderIdentity"),  # type: ignore[attr-defined]
+        lambda: lease_holder(kc, "fluid-controller"),
         "the controller's Lease held",
         timeout=120,
     )
@@ -124,5 +145,18 @@ def test_the_product_deployed_with_its_manifests_runs_on_the_real_node(
     volumes = [v["name"] for v in mutated["spec"]["volumes"]]
     assert configmap in volumes, volumes
     print(f"webhook mutating {time.monotonic() - t0:.0f}s after apply -k")
-    # What else the install set brought up here, for the record (the CSI pods are not asserted yet).
+    # The CSI controller: the driver Ready and the real csi-provisioner beside it holding its Lease
+    # (it elects only once it has the driver's name over their shared socket).
+    eventually(
+        lambda: any(ready(p) for p in pods(kc, "fluid-csi-controller")),
+        "the fluid-csi-controller pod Ready (driver and csi-provisioner)",
+        timeout=180,
+    )
+    holder = eventually(
+        lambda: lease_holder(kc, names.CSI_DRIVER.replace(".", "-")),
+        "csi-provisioner's Lease held",
+        timeout=120,
+    )
+    print(f"csi-provisioner leader {holder} {time.monotonic() - t0:.0f}s after apply -k")
+    # What else the install set brought up here, for the record (the node DaemonSet is not asserted).
     print(kubectl(kc, "get", "pods", "-A", "-o", "wide"))
