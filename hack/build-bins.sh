@@ -122,6 +122,17 @@ build_busybox() {
   finish "$out.tmp" "$out"
 }
 
+build_coredns() {
+  # A real node's cluster DNS (realnode.py serves each node's pods from its bridge address).
+  have coredns "$COREDNS_VERSION" coredns && { say "coredns $COREDNS_VERSION: cached"; return; }
+  say "coredns $COREDNS_VERSION: building (about 5 min the first time: many modules)"
+  local out; out=$(dest coredns "$COREDNS_VERSION")
+  rm -rf "$out.tmp"; mkdir -p "$out.tmp"
+  GOBIN="$out.tmp" timed go install -trimpath -ldflags "-s -w -X github.com/coredns/coredns/coremain.GitCommit=go-module-build" \
+    "github.com/coredns/coredns@$COREDNS_VERSION"
+  finish "$out.tmp" "$out"
+}
+
 build_etcd() {
   local out; out=$(dest etcd "$ETCD_VERSION")
   have etcd "$ETCD_VERSION" etcd && { say "etcd $ETCD_VERSION: cached"; return; }
@@ -209,7 +220,7 @@ kwok_stages() {
 
 mkdir -p "$CACHE" "$SCRATCH"
 t0=$SECONDS
-# `build-bins.sh node`: a real node's binaries alone (kubelet, containerd, runc, pause, busybox), linked
+# `build-bins.sh node`: a real node's binaries alone (kubelet, containerd, runc, pause, busybox, coredns), linked
 # into one folder keyed by their pins, printed on stdout. CNI plugins come from Debian.
 if [ "${1:-}" = node ]; then
   build_kubelet
@@ -217,10 +228,12 @@ if [ "${1:-}" = node ]; then
   build_runc
   build_pause
   build_busybox
-  bin="$CACHE/bin/node-k8s-$KUBE_VERSION.containerd-$CONTAINERD_VERSION.runc-$RUNC_VERSION"
+  build_coredns
+  bin="$CACHE/bin/node-k8s-$KUBE_VERSION.containerd-$CONTAINERD_VERSION.runc-$RUNC_VERSION.coredns-$COREDNS_VERSION"
   mkdir -p "$bin"
   for f in kubelet-"$KUBE_VERSION"/kubelet containerd-"$CONTAINERD_VERSION"/{containerd,ctr,containerd-shim-runc-v2} \
-           runc-"$RUNC_VERSION"/runc pause-"$KUBE_VERSION"/pause busybox-static/bin/busybox; do
+           runc-"$RUNC_VERSION"/runc pause-"$KUBE_VERSION"/pause busybox-static/bin/busybox \
+           coredns-"$COREDNS_VERSION"/coredns; do
     ln -sfn "$CACHE/$f" "$bin/$(basename "$f")"
   done
   say "node binaries ready in $((SECONDS - t0))s: $bin"

@@ -48,6 +48,7 @@ CSI_CONTROLLER_DIR = "csi-controller"
 # Stopped after the FUSE processes that use them are gone (an unmount needs the master), the worker
 # first and at once: it ignores SIGTERM once the master is gone.
 CURVINE_PROCS = ("curvine-worker", "curvine-master")
+SERVICE_CIDR = "10.96.0.0/16"
 # The API server's /etc/hosts (see private_hosts); real nodes' names are added to it.
 HOSTS_FILE = "hosts"
 # Anything a later issue adds to the cluster (controller, webhook, CSI) is recorded beside these and
@@ -620,11 +621,15 @@ def _start_storage(cluster: Cluster) -> None:
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={pki / 'sa.pub'}",
             f"--service-account-signing-key-file={pki / 'sa.key'}",
-            "--service-cluster-ip-range=10.96.0.0/16",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
             "--authorization-mode=Node,RBAC",
             "--allow-privileged=true",
-            # The kubernetes Service cannot point at a loopback address; nothing here routes to it.
+            # The kubernetes Service cannot point at a loopback address; a real node's pods reach it
+            # through that node's own DNAT rule instead (realnode.service_rules).
             "--endpoint-reconciler-type=none",
+            # Webhooks and aggregated APIs behind a Service are called at its endpoints (a pod's IP on
+            # a real node's bridge, which this host routes), not at its ClusterIP: no kube-proxy here.
+            "--enable-aggregator-routing=true",
             # "410 Gone" for an old resourceVersion, which watchers must survive in production, on
             # demand in tests: etcd compacts every 10 s (default 5 min), and PodTemplates (which
             # the product never uses) are watched straight from etcd, without the API server's

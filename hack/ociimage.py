@@ -172,10 +172,16 @@ def write_archive(out: Path, name: str, layers: list[Blob], config: dict[str, An
     return digest
 
 
+def binary_image(binary: Path, name: str, out: Path) -> str:
+    """A static binary alone at ``/{its file name}``, its entrypoint: as distroless images of Go
+    commands (the CSI sidecars') hold them."""
+    layer = layer_tar([Entry(binary.name, binary.read_bytes())])
+    return write_archive(out, name, [layer], {"Entrypoint": [f"/{binary.name}"], "Env": [DEFAULT_PATH]})
+
+
 def pause_image(binary: Path, name: str, out: Path) -> str:
     """The sandbox image: the static pause binary alone."""
-    layer = layer_tar([Entry("pause", binary.read_bytes())])
-    return write_archive(out, name, [layer], {"Entrypoint": ["/pause"], "Env": [DEFAULT_PATH]})
+    return binary_image(binary, name, out)
 
 
 def busybox_entries(binary: Path) -> list[Entry]:

@@ -10,10 +10,11 @@ set -euo pipefail
 # the curvine-fuse stand-in. util-linux: unshare for the pod runner. libibverbs1: Mooncake's binaries
 # link it even without RDMA hardware. ca-certificates: pip and the Go module proxy over HTTPS.
 # A real node (hack/realnode.py): gcc, libc6-dev (the static pause binary), libseccomp-dev and
-# pkg-config (runc's cgo), containernetworking-plugins (bridge, host-local, loopback), iproute2;
-# mmdebstrap: the product's image without Docker (hack/productimage.py).
+# pkg-config (runc's cgo), containernetworking-plugins (bridge, host-local, loopback), iproute2,
+# iptables (the kubernetes Service's rule); mmdebstrap: the product's image without Docker
+# (hack/productimage.py).
 PACKAGES=(make ca-certificates dash bash busybox fuse3 libfuse3-3 util-linux libibverbs1
-          gcc libc6-dev libseccomp-dev pkg-config containernetworking-plugins iproute2 mmdebstrap)
+          gcc libc6-dev libseccomp-dev pkg-config containernetworking-plugins iproute2 iptables mmdebstrap)
 MIN_PYTHON=3.11
 MIN_GO=1.26
 

@@ -12,10 +12,13 @@ state; kubelet's root dir, certificates and pod logs; the CNI configuration and 
 Not under the state dir itself because a unix socket's path has at most 107 bytes: kubelet's CSI
 registration sockets under a state dir in pytest's temporary folders would pass that.
 
-Pods reach each other over a bridge of this machine with no gateway and no masquerade: their traffic
-never leaves it. The node carries the taint ``kubectl-fluid.io/real-node=true:NoSchedule``, so the rest
-of the suite keeps scheduling to kwok nodes; a pod for the real node tolerates it and selects the
-label of the same name.
+Pods reach each other over a bridge of this machine with no default gateway and no masquerade: their
+traffic never leaves it. The host's address on the bridge serves them cluster DNS (a CoreDNS per node,
+``clusterDNS``) and the kubernetes Service (a DNAT rule of the node's own from its ClusterIP to the API
+server on loopback); the API server calls webhooks at their pods' addresses (aggregator routing).
+The node carries the taint ``kubectl-fluid.io/real-node=true:NoSchedule``, so the rest of the suite
+keeps scheduling to kwok nodes; a pod for the real node tolerates it and selects the label of the same
+name.
 
 What this machine forced (measured in shared/reference/real-node.md): a cgroup v1 host
 (``failCgroupV1: false``, the cgroupfs driver); no CAP_SYS_RESOURCE (containerd
@@ -31,10 +34,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import ipaddress
 import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import time
 from dataclasses import asdict, dataclass
@@ -54,6 +59,10 @@ CNI_BIN = Path("/usr/lib/cni")
 IMAGE_REPO = "localhost/kubectl-fluid"
 DATA_DIR = Path("/var/lib/kubectl-fluid")
 READY_TIMEOUT = 90.0
+NODE_PROCESSES = ("containerd", "kubelet", "coredns")
+CLUSTER_DOMAIN = "cluster.local"
+# The kubernetes Service's port (the API server's APIServerServicePort).
+API_SERVICE_PORT = 443
 
 
 def pause_image(kube_version: str) -> str:
@@ -77,10 +86,19 @@ class RealNode:
     healthz_port: int
     node_ip: str
     record: str  # the folder in the state dir that holds node.json
+    # Tainted: only pods that ask for the node land there (beside kwok nodes). Untainted: a cluster
+    # whose nodes are all real takes the product's manifests as they are.
+    tainted: bool = True
 
     @property
     def root(self) -> Path:
         return Path(self.dir)
+
+    @property
+    def bridge_ip(self) -> str:
+        """The host's address on the node's bridge (the subnet's first): pods reach the host there,
+        on their own link, for DNS and the Service range."""
+        return str(next(ipaddress.ip_network(self.subnet).hosts()))
 
     @property
     def socket(self) -> Path:
@@ -112,7 +130,7 @@ class RealNode:
 # ---------------------------------------------------------------- pure: names and configuration
 
 
-def plan(state_dir: Path, index: int, ports: dict[str, int], node_ip: str) -> RealNode:
+def plan(state_dir: Path, index: int, ports: dict[str, int], node_ip: str, tainted: bool = True) -> RealNode:
     """A node's private names, derived from the state dir so that two clusters side by side never
     share a bridge, a subnet or a cgroup: ``kf`` + 6 hex digits + the index (Linux allows 15)."""
     tag = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:6]
@@ -127,6 +145,7 @@ def plan(state_dir: Path, index: int, ports: dict[str, int], node_ip: str) -> Re
         healthz_port=ports["healthz"],
         node_ip=node_ip,
         record=str(state_dir.resolve() / NODES_DIR / name),
+        tainted=tainted,
     )
 
 
@@ -183,7 +202,9 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
 
 
 def cni_config(node: RealNode) -> dict[str, Any]:
-    """A bridge with no gateway and no masquerade: pods talk to each other on this machine only."""
+    """A bridge with no default gateway and no masquerade: pods talk to each other and to this host
+    (the bridge's address, which the node gives the bridge itself), and route only the Service range
+    to the host. ``isGateway`` stays off: with it the bridge plugin turns on the host's ip_forward."""
     return {
         "cniVersion": "1.0.0",
         "name": "kubectl-fluid",
@@ -196,7 +217,8 @@ def cni_config(node: RealNode) -> dict[str, Any]:
                 "hairpinMode": True,
                 "ipam": {
                     "type": "host-local",
-                    "ranges": [[{"subnet": node.subnet}]],
+                    "ranges": [[{"subnet": node.subnet, "gateway": node.bridge_ip}]],
+                    "routes": [{"dst": localcluster.SERVICE_CIDR, "gw": node.bridge_ip}],
                     "dataDir": str(node.root / "cni" / "ipam"),
                 },
             },
@@ -208,7 +230,7 @@ def cni_config(node: RealNode) -> dict[str, Any]:
 def kubelet_config(node: RealNode, ca: Path) -> dict[str, Any]:
     """KubeletConfiguration: served on 127.0.0.1 only, callers authenticated by the cluster CA and
     authorised by the API server; the settings this machine forces (module docstring)."""
-    return {
+    config: dict[str, Any] = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
         "address": "127.0.0.1",
@@ -229,16 +251,66 @@ def kubelet_config(node: RealNode, ca: Path) -> dict[str, Any]:
         "failSwapOn": False,
         "oomScoreAdj": 0,
         "podLogsDir": str(node.root / "pod-logs"),
-        "clusterDomain": "cluster.local",
+        "clusterDomain": CLUSTER_DOMAIN,
+        "clusterDNS": [node.bridge_ip],
         "resolvConf": "/etc/resolv.conf",
         # The images are imported, never pulled: garbage-collecting one would break the next pod.
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
         "evictionHard": {"memory.available": "1Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
-        "registerWithTaints": [{"key": REAL_NODE_KEY, "value": "true", "effect": "NoSchedule"}],
         "serializeImagePulls": False,
         "maxPods": 110,
     }
+    if node.tainted:
+        config["registerWithTaints"] = [{"key": REAL_NODE_KEY, "value": "true", "effect": "NoSchedule"}]
+    return config
+
+
+def corefile(node: RealNode, kubeconfig: Path) -> str:
+    """CoreDNS for the node's pods, on the node's bridge address only: the kubernetes plugin answers
+    ``{svc}.{ns}.svc.cluster.local`` and a headless Service's ``{hostname}.{svc}`` from the API server.
+    No ``forward``: names outside the cluster get no answer from outside this machine."""
+    return f""".:53 {{
+    bind {node.bridge_ip}
+    errors
+    kubernetes {CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{
+        kubeconfig {kubeconfig}
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+        ttl 5
+    }}
+    cache 5
+    loop
+}}
+"""
+
+
+def chain(node: RealNode) -> str:
+    """The node's own nat chain (``KF-`` + its bridge's name): two clusters side by side share this
+    host's network namespace, so neither may own host-wide chains as kube-proxy does."""
+    return f"KF-{node.bridge}"
+
+
+def service_rules(node: RealNode, cluster_ip: str, api_port: int) -> list[list[str]]:
+    """iptables arguments that send the kubernetes Service (``cluster_ip``:443), asked for from this
+    node's bridge only, to the API server on 127.0.0.1 (with ``route_localnet`` on the bridge alone).
+    No masquerade: the API server answers the pod's own address over the bridge."""
+    return [
+        ["-t", "nat", "-N", chain(node)],
+        ["-t", "nat", "-A", chain(node), "-d", f"{cluster_ip}/32",
+         "-p", "tcp", "--dport", str(API_SERVICE_PORT),
+         "-m", "comment", "--comment", f"kubectl-fluid {node.name}: default/kubernetes",
+         "-j", "DNAT", "--to-destination", f"127.0.0.1:{api_port}"],
+        ["-t", "nat", "-A", "PREROUTING", "-i", node.bridge, "-j", chain(node)],
+    ]  # fmt: skip
+
+
+def service_rules_removal(node: RealNode) -> list[list[str]]:
+    return [
+        ["-t", "nat", "-D", "PREROUTING", "-i", node.bridge, "-j", chain(node)],
+        ["-t", "nat", "-F", chain(node)],
+        ["-t", "nat", "-X", chain(node)],
+    ]
 
 
 def node_kubeconfig(server: str, pki: Path, node: RealNode) -> dict[str, Any]:
@@ -307,10 +379,12 @@ def missing_prerequisites() -> list[str]:
     for tool in ("ip", "unshare", "mount", "umount"):
         if shutil.which(tool) is None:
             problems.append(f"{tool} not found: apt-get install -y iproute2 util-linux mount")
+    if shutil.which("iptables") is None:
+        problems.append("iptables not found (the kubernetes Service's rule): apt-get install -y iptables")
     return problems
 
 
-def ensure(cluster: Cluster, count: int) -> list[RealNode]:
+def ensure(cluster: Cluster, count: int, tainted: bool = True) -> list[RealNode]:
     """``count`` real nodes, Ready: the ones already running are kept, missing ones started."""
     if count <= 0:
         return []
@@ -327,23 +401,28 @@ def ensure(cluster: Cluster, count: int) -> list[RealNode]:
             continue
         if existing is not None:
             stop(cluster, existing)
-        nodes.append(start(cluster, index, bins))
+        nodes.append(start(cluster, index, bins, tainted))
     return nodes
 
 
 def running(cluster: Cluster, node: RealNode) -> bool:
-    """Its containerd and kubelet are both recorded and alive."""
-    procs = [p for p in cluster.procs if p.name in (f"kubelet-{node.name}", f"containerd-{node.name}")]
-    return len(procs) == 2 and all(p.alive() for p in procs)
+    """Its containerd, kubelet and coredns are all recorded and alive."""
+    names = [f"{c}-{node.name}" for c in NODE_PROCESSES]
+    procs = [p for p in cluster.procs if p.name in names]
+    return len(procs) == len(names) and all(p.alive() for p in procs)
 
 
-def start(cluster: Cluster, index: int, bins: Path) -> RealNode:
+def start(cluster: Cluster, index: int, bins: Path, tainted: bool = True) -> RealNode:
     t0 = time.monotonic()
     ip = subprocess.run(
         ["ip", "-4", "-o", "addr", "show", "scope", "global"], capture_output=True, text=True, check=True
     )
     node = plan(
-        cluster.state_dir, index, localcluster.free_ports(["kubelet", "healthz"]), host_address(ip.stdout)
+        cluster.state_dir,
+        index,
+        localcluster.free_ports(["kubelet", "healthz"]),
+        host_address(ip.stdout),
+        tainted,
     )
     localcluster.release_node_mounts(node.root)  # a stale node of a cluster that was not stopped
     node.save()  # first, so that `down` can undo a start that fails half-way
@@ -368,6 +447,8 @@ def _start(cluster: Cluster, node: RealNode, bins: Path) -> None:
         json.dumps(cni_config(node), indent=2)
     )
     _make_cgroup_root(node.cgroup_root)
+    _make_bridge(node)
+    _route_kubernetes_service(cluster, node)
 
     log(f"starting containerd for real node {node.name}")
     env = {"PATH": f"{bins}:{os.environ.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin')}"}
@@ -397,6 +478,7 @@ def _start(cluster: Cluster, node: RealNode, bins: Path) -> None:
     kubeconfig.write_text(json.dumps(node_kubeconfig(cluster.server, cluster.pki, node), indent=2))
     config = node.root / "etc" / "kubelet.json"
     config.write_text(json.dumps(kubelet_config(node, cluster.pki / "ca.crt"), indent=2))
+    _start_dns(cluster, node, bins)
     # The API server reaches this kubelet (exec, logs) by the node's name: resolve it to loopback there.
     with open(cluster.state_dir / localcluster.HOSTS_FILE, "a") as hosts:
         hosts.write(f"127.0.0.1 {node.name}\n")
@@ -425,6 +507,66 @@ def _start(cluster: Cluster, node: RealNode, bins: Path) -> None:
         READY_TIMEOUT,
         [f"containerd-{node.name}", f"kubelet-{node.name}"],
     )
+
+
+def _make_bridge(node: RealNode) -> None:
+    """The node's bridge with the host's address on it, made before any pod (the CNI plugin then uses
+    it as it is): CoreDNS binds there, and the host routes the pods' subnet (the API server calls
+    webhooks at their pods' addresses). route_localnet on this bridge alone lets the Service rule
+    hand its pods' packets to the API server on 127.0.0.1."""
+    subprocess.run(["ip", "link", "delete", node.bridge], capture_output=True, check=False)  # a stale one
+    prefix = ipaddress.ip_network(node.subnet).prefixlen
+    for args in (
+        ["link", "add", "name", node.bridge, "type", "bridge"],
+        ["addr", "add", f"{node.bridge_ip}/{prefix}", "dev", node.bridge],
+        ["link", "set", node.bridge, "up"],
+    ):
+        run = subprocess.run(["ip", *args], capture_output=True, text=True, check=False)
+        if run.returncode != 0:
+            raise SystemExit(f"error: ip {' '.join(args)}: {run.stderr.strip()}")
+    Path(f"/proc/sys/net/ipv4/conf/{node.bridge}/route_localnet").write_text("1\n")
+
+
+def _iptables(args: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["iptables", "-w", "5", *args], capture_output=True, text=True, check=False)
+
+
+def _route_kubernetes_service(cluster: Cluster, node: RealNode) -> None:
+    """The node's pods reach the kubernetes Service's ClusterIP (what in-cluster clients dial) through
+    the node's own DNAT rule: kube-proxy would own host-wide chains that a second cluster on this host
+    (the e2e tests run two at once) would overwrite."""
+    path = "/api/v1/namespaces/default/services/kubernetes"
+    # The API server makes the Service shortly after it starts serving.
+    localcluster.wait_for(
+        "the kubernetes Service",
+        lambda: localcluster.api(cluster, "GET", path)[0] == 200,
+        cluster,
+        30,
+        ["kube-apiserver"],
+    )
+    service = localcluster.api(cluster, "GET", path)[1]
+    for args in service_rules_removal(node):  # a stale one of a node that was not stopped
+        _iptables(args)
+    api_port = int(cluster.server.rsplit(":", 1)[1])
+    for args in service_rules(node, service["spec"]["clusterIP"], api_port):
+        run = _iptables(args)
+        if run.returncode != 0:
+            raise SystemExit(f"error: iptables {' '.join(args)}: {run.stderr.strip()}")
+
+
+def _start_dns(cluster: Cluster, node: RealNode, bins: Path) -> None:
+    corefile_path = node.root / "etc" / "Corefile"
+    corefile_path.write_text(corefile(node, cluster.kubeconfig))
+    log(f"starting coredns for real node {node.name} on {node.bridge_ip}")
+    localcluster.start(
+        cluster, f"coredns-{node.name}", [str(bins / "coredns"), "-conf", str(corefile_path), "-quiet"]
+    )
+
+    def listening() -> bool:
+        with socket.create_connection((node.bridge_ip, 53), timeout=1):
+            return True
+
+    localcluster.wait_for(f"coredns of {node.name}", listening, cluster, 30, [f"coredns-{node.name}"])
 
 
 def import_images(bins: Path, node: RealNode, pause: str) -> list[str]:
@@ -492,8 +634,8 @@ def _remove_cgroup_root(root: str) -> None:
 
 
 def stop(cluster: Cluster, node: RealNode) -> None:
-    """Stop kubelet, every container, containerd and the shims, then remove the node's mounts,
-    network namespaces, bridge, cgroups and folder, and its Node object."""
+    """Stop kubelet, every container, containerd, coredns and the shims, remove the node's Service
+    rule, then its mounts, network namespaces, bridge, cgroups and folder, and its Node object."""
     kubelet = [p for p in cluster.procs if p.name == f"kubelet-{node.name}"]
     localcluster.stop(kubelet)
     # kubelet leaves its pods running when it stops; runc kills each container's processes and
@@ -508,8 +650,10 @@ def stop(cluster: Cluster, node: RealNode) -> None:
                 capture_output=True,
                 check=False,
             )
-    containerd = [p for p in cluster.procs if p.name == f"containerd-{node.name}"]
+    containerd = [p for p in cluster.procs if p.name in (f"containerd-{node.name}", f"coredns-{node.name}")]
     localcluster.stop(containerd)
+    for args in service_rules_removal(node):
+        _iptables(args)
     # The shims (their command lines name the node's socket), then every mount under the node's folder
     # (rootfs overlays, shm, netns bind mounts, kubelet's volumes), deepest first, and the folder.
     localcluster.release_node_mounts(node.root)

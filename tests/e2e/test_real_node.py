@@ -9,6 +9,7 @@ be built here."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import secrets
@@ -35,6 +36,15 @@ class Node:
     started_in: float | None  # seconds from start to Ready, when this module started it
 
 
+def why_no_real_node() -> str | None:
+    if os.geteuid() != 0:
+        return "a real node needs root (containerd, runc, mounts, a bridge)"
+    if shutil.which("go") is None:
+        return "building a real node's binaries (hack/build-bins.sh node) needs Go >= 1.26"
+    problems = realnode.missing_prerequisites()
+    return "a real node cannot run here: " + "; ".join(problems) if problems else None
+
+
 @pytest.fixture(scope="module")
 def real_node(kubeconfig: Path) -> Iterator[Node]:
     cluster = localcluster.Cluster.load(kubeconfig.parent)
@@ -48,13 +58,9 @@ def real_node(kubeconfig: Path) -> Iterator[Node]:
     if existing is not None and realnode.running(cluster, existing):
         yield Node(cluster, existing, None)
         return
-    if os.geteuid() != 0:
-        pytest.skip("a real node needs root (containerd, runc, mounts, a bridge)")
-    if shutil.which("go") is None:
-        pytest.skip("building a real node's binaries (hack/build-bins.sh node) needs Go >= 1.26")
-    problems = realnode.missing_prerequisites()
-    if problems:
-        pytest.skip("a real node cannot run here: " + "; ".join(problems))
+    reason = why_no_real_node()
+    if reason:
+        pytest.skip(reason)
     bins = realnode.node_bins()
     t0 = time.monotonic()
     node = realnode.start(cluster, 0, bins)
@@ -163,7 +169,9 @@ def test_a_busybox_pod_runs_answers_logs_and_exec_and_leaves_nothing_when_delete
     assert "veth" not in veths.stdout
 
 
-def test_down_leaves_no_container_shim_mount_bridge_cgroup_or_netns(real_node: Node, tmp_path: Path) -> None:
+def test_down_leaves_no_container_shim_mount_bridge_rule_cgroup_or_netns(
+    real_node: Node, tmp_path: Path
+) -> None:
     # A cluster of its own, as `LOCALCLUSTER_REAL_NODES=1 make up` starts it, stopped with a pod running.
     state = tmp_path / "own"
     cluster = localcluster.up(state, 0, None)
@@ -190,18 +198,22 @@ def test_down_leaves_no_container_shim_mount_bridge_cgroup_or_netns(real_node: N
         ["ip", "-o", "link", "show", node.bridge], capture_output=True, text=True, check=False
     )
     assert links.returncode != 0, links.stdout
+    rules = subprocess.run(
+        ["iptables", "-w", "5", "-t", "nat", "-S"], capture_output=True, text=True, check=True
+    )
+    assert realnode.chain(node) not in rules.stdout, "the node's Service rule is left in the nat table"
     assert not list(Path("/sys/fs/cgroup").glob(f"*/{node.cgroup_root.strip('/')}"))
     assert not Path(node.dir).exists()
     assert not Path(node.record).exists()
     assert not [p for p in cluster.procs if p.alive()]
 
 
-@pytest.mark.skipif(
-    shutil.which("mmdebstrap") is None, reason="building the product's image needs mmdebstrap"
-)
-def test_the_products_image_built_without_docker_runs_on_the_real_node(
-    real_node: Node, core: client.CoreV1Api, namespace: str, kubeconfig: Path
-) -> None:
+@pytest.fixture(scope="module")
+def product_image(real_node: Node) -> str:
+    """The product's image, built without Docker and imported into the real node, by the name and
+    pull policy the manifests use."""
+    if shutil.which("mmdebstrap") is None:
+        pytest.skip("building the product's image needs mmdebstrap: apt-get install -y mmdebstrap")
     import productimage
 
     t0 = time.monotonic()
@@ -210,14 +222,22 @@ def test_the_products_image_built_without_docker_runs_on_the_real_node(
     realnode.import_archive(realnode.node_bins(), real_node.node, archive)
     print(f"product image: {archive.stat().st_size >> 20} MiB, built or found in {built:.0f}s, "
           f"imported in {time.monotonic() - t0 - built:.0f}s")  # fmt: skip
-    pod = busybox_pod("product", "unused")
+    return "kubectl-fluid:latest"
+
+
+def product_pod(name: str, image: str, command: str) -> dict[str, object]:
+    pod = busybox_pod(name, "unused")
     [container] = pod["spec"]["containers"]
-    # The name and pull policy the manifests use.
-    container.update(
-        image="kubectl-fluid:latest",
-        imagePullPolicy="IfNotPresent",
-        command=["sh", "-c", "id -u; fluid-csi --help; exec sleep 3600"],
-    )
+    container.update(image=image, imagePullPolicy="IfNotPresent", command=["sh", "-c", command])
+    return pod
+
+
+def test_the_products_image_built_without_docker_runs_on_the_real_node(
+    real_node: Node, product_image: str, core: client.CoreV1Api, namespace: str, kubeconfig: Path
+) -> None:
+    import productimage
+
+    pod = product_pod("product", product_image, "id -u; fluid-csi --help; exec sleep 3600")
     core.create_namespaced_pod(namespace, pod)
     eventually(
         lambda: core.read_namespaced_pod("product", namespace).status.phase == "Running",
@@ -234,3 +254,68 @@ def test_the_products_image_built_without_docker_runs_on_the_real_node(
     out = kubectl(kubeconfig, "-n", namespace, "exec", "product", "--", "python", "-c",
                   "import csi.proto.csi_pb2_grpc, controller.main, webhook.main; print('ok')")  # fmt: skip
     assert out.strip() == "ok"
+
+
+# Run inside an app container: what an in-cluster client does (the ServiceAccount's token and CA, the
+# kubernetes Service by its DNS name), a headless Service's pod by its short name, and the outside.
+IN_CLUSTER_PROBE = """
+import errno, json, socket, ssl, urllib.request
+sa = "/var/run/secrets/kubernetes.io/serviceaccount"
+print(socket.gethostbyname("kubernetes.default.svc"))
+print(socket.gethostbyname("peer-0.peers"))
+ctx = ssl.create_default_context(cafile=sa + "/ca.crt")
+review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+req = urllib.request.Request(
+    "https://kubernetes.default.svc/apis/authentication.k8s.io/v1/selfsubjectreviews",
+    data=json.dumps(review).encode(), method="POST",
+    headers={"Authorization": "Bearer " + open(sa + "/token").read(), "Content-Type": "application/json"})
+print(json.load(urllib.request.urlopen(req, context=ctx, timeout=10))["status"]["userInfo"]["username"])
+try:
+    socket.getaddrinfo("deb.debian.org", 443)
+    print("resolved-outside")
+except socket.gaierror:
+    print("no-outside-name")
+try:
+    socket.create_connection(("192.0.2.1", 443), timeout=3)
+    print("reached-outside")
+except OSError as e:
+    print("no-route" if e.errno == errno.ENETUNREACH else "other:" + repr(e))
+"""
+
+
+def test_a_pod_on_the_real_node_reaches_the_api_server_and_resolves_cluster_names(
+    real_node: Node, product_image: str, core: client.CoreV1Api, namespace: str, kubeconfig: Path
+) -> None:
+    # A headless Service and a pod named as a StatefulSet names its pods (hostname + subdomain).
+    core.create_namespaced_service(namespace, {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "peers"},
+        "spec": {"clusterIP": "None", "selector": {"app": "peer"}, "ports": [{"name": "p", "port": 9}]},
+    })  # fmt: skip
+    peer = product_pod("peer-0", product_image, "exec sleep 3600")
+    peer["metadata"] = {"name": "peer-0", "labels": {"app": "peer"}}
+    peer["spec"].update(hostname="peer-0", subdomain="peers")  # type: ignore[attr-defined]
+    core.create_namespaced_pod(namespace, peer)
+    core.create_namespaced_pod(namespace, product_pod("client", product_image, "exec sleep 3600"))
+
+    def running(name: str) -> bool:
+        return bool(core.read_namespaced_pod(name, namespace).status.phase == "Running")
+
+    for name in ("peer-0", "client"):
+        eventually(functools.partial(running, name), f"{name} Running on the real node", timeout=120)
+    peer_ip = core.read_namespaced_pod("peer-0", namespace).status.pod_ip
+    cluster_ip = core.read_namespaced_service("kubernetes", "default").spec.cluster_ip
+
+    def probe() -> list[str]:
+        return kubectl(
+            kubeconfig, "-n", namespace, "exec", "client", "--", "python", "-c", IN_CLUSTER_PROBE
+        ).split()
+
+    # The headless name resolves once the EndpointSlice lists the pod Ready.
+    out = eventually(lambda: (o := probe())[1] == peer_ip and o, "peer-0.peers resolving to the pod")
+    assert out == [
+        cluster_ip,
+        peer_ip,
+        f"system:serviceaccount:{namespace}:default",
+        "no-outside-name",
+        "no-route",
+    ]

@@ -129,3 +129,22 @@ def test_a_layer_given_as_a_file_is_streamed_into_the_same_archive(tmp_path: Pat
     ociimage.write_archive(from_bytes, "localhost/x/y:1", [layer], {})
     ociimage.write_archive(from_file, "localhost/x/y:1", [tmp_path / "rootfs.tar"], {})
     assert from_bytes.read_bytes() == from_file.read_bytes()
+
+
+def test_a_static_binary_image_holds_the_binary_at_its_name_as_entrypoint(tmp_path: Path) -> None:
+    # As distroless images of Go commands hold them (the CSI sidecars'): /NAME and nothing else.
+    binary = tmp_path / "csi-provisioner"
+    binary.write_bytes(b"\x7fELF provisioner")
+    out = tmp_path / "img.tar"
+    digest = ociimage.binary_image(binary, "registry.k8s.io/sig-storage/csi-provisioner:v5.3.0", out)
+    files = members(out.read_bytes())
+    manifest = json.loads(blob(files, digest))
+    config = json.loads(blob(files, manifest["config"]["digest"]))
+    assert config["config"]["Entrypoint"] == ["/csi-provisioner"]
+    [layer] = manifest["layers"]
+    assert members(blob(files, layer["digest"])) == {"csi-provisioner": b"\x7fELF provisioner"}
+    # The pause image is one of these.
+    (tmp_path / "pause").write_bytes(b"p")
+    assert ociimage.pause_image(tmp_path / "pause", "x:1", tmp_path / "a.tar") == ociimage.binary_image(
+        tmp_path / "pause", "x:1", tmp_path / "b.tar"
+    )

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 from cryptography.x509.oid import NameOID
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import localcluster
 import realnode
@@ -90,8 +92,62 @@ def test_cni_bridge_has_no_gateway_and_no_masquerade(tmp_path: Path) -> None:
     assert bridge["bridge"] == n.bridge
     assert bridge["isGateway"] is False
     assert bridge["ipMasq"] is False
-    assert bridge["ipam"]["ranges"] == [[{"subnet": n.subnet}]]
+    assert bridge["ipam"]["ranges"] == [[{"subnet": n.subnet, "gateway": n.bridge_ip}]]
     assert bridge["ipam"]["dataDir"].startswith(n.dir + "/")
+
+
+def test_pods_route_only_the_service_range_to_the_host(tmp_path: Path) -> None:
+    # The bridge's own address is the host's side; pods get no default route, only the Service range
+    # through the host (where the node's DNAT rule answers the kubernetes Service). isGateway stays off:
+    # the bridge plugin would turn on the host's ip_forward with it.
+    n = node(tmp_path)
+    bridge = realnode.cni_config(n)["plugins"][0]
+    assert bridge["ipam"]["routes"] == [{"dst": localcluster.SERVICE_CIDR, "gw": n.bridge_ip}]
+    assert bridge["isGateway"] is False
+    assert ipaddress.ip_address(n.bridge_ip) in ipaddress.ip_network(n.subnet)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.text(alphabet="abcdefgh/", min_size=1, max_size=40), st.integers(min_value=0, max_value=9))
+def test_bridge_address_is_a_host_of_the_nodes_subnet(tail: str, index: int) -> None:
+    n = realnode.plan(Path("/tmp") / tail.strip("/"), index, PORTS, "192.0.2.2")
+    net = ipaddress.ip_network(n.subnet)
+    ip = ipaddress.ip_address(n.bridge_ip)
+    assert ip in net
+    assert ip not in (net.network_address, net.broadcast_address)
+
+
+def test_pods_resolve_cluster_names_through_the_nodes_coredns(tmp_path: Path) -> None:
+    n = node(tmp_path)
+    assert realnode.kubelet_config(n, tmp_path / "ca.crt")["clusterDNS"] == [n.bridge_ip]
+    corefile = realnode.corefile(n, tmp_path / "kubeconfig")
+    words = [line.split() for line in corefile.splitlines() if line.strip()]
+    assert ["bind", n.bridge_ip] in words  # its own bridge only, never the host's other addresses
+    assert ["kubernetes", "cluster.local", "in-addr.arpa", "ip6.arpa", "{"] in words
+    assert ["kubeconfig", str(tmp_path / "kubeconfig")] in words
+    # Nothing forwarded: a name outside the cluster gets no answer from outside this machine.
+    assert not any(w[0] == "forward" for w in words)
+
+
+def test_the_kubernetes_service_is_routed_to_the_api_server_from_this_bridge_only(tmp_path: Path) -> None:
+    a, b = node(tmp_path / "a"), node(tmp_path / "b")
+    add = realnode.service_rules(a, "10.96.0.1", 6443)
+    assert all(rule[:2] == ["-t", "nat"] for rule in add)
+    jump = [r for r in add if "PREROUTING" in r]
+    assert jump == [["-t", "nat", "-A", "PREROUTING", "-i", a.bridge, "-j", realnode.chain(a)]]
+    dnat = [r for r in add if "DNAT" in r]
+    assert len(dnat) == 1
+    rule = dnat[0]
+    assert rule[rule.index("-d") + 1] == "10.96.0.1/32"
+    assert rule[rule.index("--dport") + 1] == "443"
+    assert rule[rule.index("--to-destination") + 1] == "127.0.0.1:6443"
+    assert not any("MASQUERADE" in r or "SNAT" in r for r in add)
+    # Two nodes (two clusters side by side) never share a chain; iptables allows 28 characters.
+    assert realnode.chain(a) != realnode.chain(b)
+    assert len(realnode.chain(a)) <= 28
+    remove = realnode.service_rules_removal(a)
+    assert ["-t", "nat", "-D", "PREROUTING", "-i", a.bridge, "-j", realnode.chain(a)] in remove
+    assert remove[-1] == ["-t", "nat", "-X", realnode.chain(a)]
 
 
 def test_kubelet_serves_loopback_only_and_carries_what_this_machine_forces(tmp_path: Path) -> None:
@@ -112,6 +168,14 @@ def test_kubelet_serves_loopback_only_and_carries_what_this_machine_forces(tmp_p
     assert config["registerWithTaints"] == [
         {"key": realnode.REAL_NODE_KEY, "value": "true", "effect": "NoSchedule"}
     ]
+
+
+def test_an_untainted_node_takes_every_pod_as_a_users_node_does(tmp_path: Path) -> None:
+    # A cluster whose only node is real: the product's manifests, unchanged, schedule onto it.
+    n = realnode.plan(tmp_path, 0, PORTS, "192.0.2.2", tainted=False)
+    assert "registerWithTaints" not in realnode.kubelet_config(n, tmp_path / "ca.crt")
+    n.save()
+    assert realnode.RealNode.load(Path(n.record)) == n
 
 
 def test_kubelet_identity_is_a_node_of_the_cluster_ca(tmp_path: Path) -> None:
