@@ -79,6 +79,10 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         self.fuse: FuseRunner = fuse if fuse is not None else FuseManager(log_dir=log_dir)
         self.fuse.on_restart = self._on_fuse_restart
         self.locks = KeyedLocks()
+        # Staging path -> (device, inode) of the volume directory it was last seen showing: a
+        # publish that finds it still so needs no walk through the FUSE mount (each walk is a
+        # round trip per path component to the FUSE server).
+        self._staged: dict[str, tuple[int, int]] = {}
         # Told every saved state (the FuseMount publisher); must return at once.
         self.mirror = mirror
         if mirror is not None:
@@ -166,14 +170,28 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         except beneath.UnsafePath as err:
             raise _refused(curvine_path, err) from None
         try:
-            if _shows(volume.staging_path, os.fstat(fd)):
+            directory = os.fstat(fd)
+            self._staged[volume.staging_path] = (directory.st_dev, directory.st_ino)
+            if _shows(volume.staging_path, directory):
                 return False
-            _detach(volume.staging_path)
+            _clear(volume.staging_path)
             Path(volume.staging_path).mkdir(parents=True, exist_ok=True)
             mounts.bind(beneath.fd_path(fd), volume.staging_path)
             return True
         finally:
             os.close(fd)
+
+    def _still_staged(self, staging_path: str) -> bool:
+        """Whether the staging path still shows the directory it was bound to (not a dead or
+        replaced FUSE: those answer an error or another device)."""
+        seen = self._staged.get(staging_path)
+        if seen is None:
+            return False
+        try:
+            now = os.lstat(staging_path)
+        except OSError:
+            return False
+        return (now.st_dev, now.st_ino) == seen
 
     async def recover(self) -> None:
         """After a restart: adopt or restart every FUSE with staged volumes, re-bind what broke,
@@ -316,9 +334,11 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         volume_id, staging = request.volume_id, request.staging_target_path
         key = self.state.key_of_volume(volume_id)
         if key is None:
+            self._staged.pop(staging, None)
             _detach(staging)
             return csi_pb2.NodeUnstageVolumeResponse()
         async with self.locks.hold(key):
+            self._staged.pop(staging, None)
             _detach(staging)
             new, key_now, last = st.unstage(self.state, volume_id, now=st.timestamp())
             self._save(new)
@@ -341,7 +361,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             pod_uid = request.volume_context.get(POD_UID_KEY) or None
             new = st.publish(self.state, volume_id, target, request.readonly, pod_uid)
             entry = self.state.mounts[key]
-            if entry.volumes[volume_id].staging_path == staging:
+            if entry.volumes[volume_id].staging_path == staging and not self._still_staged(staging):
                 # A staging bind into a FUSE that died (ENOTCONN) would be published as it is:
                 # kubelet does not stage again for a new pod, so mend it here.
                 self._bind_staging(entry, volume_id)
@@ -396,22 +416,34 @@ def _remove_empty(mnt_path: str) -> None:
 
 
 def _shows(path: str, directory: os.stat_result) -> bool:
-    """Whether a mount at ``path`` serves ``directory`` (same device and inode): a bind into a dead
-    FUSE fails to stat, one into an older FUSE mount has another device number."""
-    if not mounts.mounted_at(path):
-        return False
+    """Whether ``path`` serves ``directory`` (same device and inode): a bind into a dead FUSE fails
+    to stat, one into an older FUSE mount has another device number. A directory has one name
+    (no hard links), so another path showing its inode is a mount of it: no need to read the mount
+    table, which costs more than the whole bind once a node holds hundreds of mounts."""
     try:
-        seen = os.stat(path)
+        seen = os.lstat(path)
     except OSError:
         return False
     return (seen.st_dev, seen.st_ino) == (directory.st_dev, directory.st_ino)
+
+
+def _clear(path: str) -> None:
+    """Make ``path`` free to mount on: unmount what is stacked there. A path that does not exist
+    has nothing mounted on it (the common case, kubelet leaves the target to the driver)."""
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError:
+        pass  # a dead FUSE bind (ENOTCONN): _detach takes it off
+    _detach(path)
 
 
 def _bind_from(source: str, target: str, readonly: bool) -> None:
     """Bind ``source`` (the driver's own staging path) at ``target`` unless it is already there."""
     if _shows(target, os.stat(source)):
         return
-    _detach(target)
+    _clear(target)
     Path(target).mkdir(parents=True, exist_ok=True)
     mounts.bind(source, target, readonly=readonly)
 
