@@ -6,6 +6,13 @@ asked); NodeUnpublish removes only that target; NodeUnstage removes the staging 
 was the key's last volume, stops the FUSE. The state file and the kernel mount table are the truth:
 every change is saved before the call returns, and a restarted service recovers from them.
 
+Saving is a group commit: a change is applied to ``self.state`` at once (``_save``) and a call
+answers only once the state it leaves is on disk (``_durable``); one write, off the event loop,
+serves every call waiting at that moment, so concurrent calls share fsyncs instead of queueing
+behind each other's. A failed write fails every call waiting on it, and the next call writes again.
+Where order matters (a FUSE must not start before the state that names it is on disk) the code
+waits for the write there.
+
 State transitions are pure (``csi.state``) and applied to ``self.state`` between awaits, so calls on
 different keys never overwrite each other; calls on one key are serialised by a per-key lock, which
 is what makes 50 concurrent stages of one key start exactly one FUSE.
@@ -83,6 +90,10 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         # publish that finds it still so needs no walk through the FUSE mount (each walk is a
         # round trip per path component to the FUSE server).
         self._staged: dict[str, tuple[int, int]] = {}
+        # Group commit: versions of self.state applied and on disk.
+        self._version = self._written = 0
+        self._writing = asyncio.Lock()
+        self._background: set[asyncio.Task[None]] = set()
         # Told every saved state (the FuseMount publisher); must return at once.
         self.mirror = mirror
         if mirror is not None:
@@ -91,11 +102,28 @@ class NodeService(csi_pb2_grpc.NodeServicer):
     # ------------------------------------------------------------------ helpers
 
     def _save(self, new: st.NodeState) -> None:
+        """Apply ``new``; it reaches the disk with the next ``_durable``."""
         if new is not self.state:
-            statefile.save_atomic(self.state_path, new)
             self.state = new
+            self._version += 1
             if self.mirror is not None:
                 self.mirror(new)
+
+    async def _durable(self) -> None:
+        """Return once the state as it is now is on disk."""
+        wanted = self._version
+        async with self._writing:
+            if self._written >= wanted:
+                return  # a write that started after our change has finished
+            version, state = self._version, self.state
+            await asyncio.to_thread(statefile.save_atomic, self.state_path, state)
+            self._written = version
+
+    def _durable_soon(self) -> None:
+        """For changes made outside a call (a FUSE restarted by its supervisor)."""
+        task = asyncio.get_running_loop().create_task(self._durable())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _argv(self, entry: st.MountEntry) -> list[str]:
         argv = fuse_argv(self.fuse_command[0], entry.params, entry.mnt_path)
@@ -134,6 +162,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         handle = self.fuse.handle(key)
         if handle is not None:
             self._save(_record_process(self.state, key, handle))
+            self._durable_soon()
         self._rebind(entry)
 
     def _rebind(self, entry: st.MountEntry) -> bool:
@@ -206,6 +235,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                     # NodeStage of that key tries again.
                     log.exception("recovering mount key %s failed", key, extra={"mount_key": key})
                     self._save(st.set_phase(self.state, key, "Broken", now=st.timestamp()))
+        await self._durable()
 
     async def _recover_key(self, entry: st.MountEntry) -> None:
         key = entry.key
@@ -250,6 +280,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                 elif entry.phase == "Broken" and entry.reason is not None and self._rebind(entry):
                     log.info("FUSE mount answers again", extra={"mount_key": key})
                     self._save(st.set_phase(self.state, key, "Ready", now=st.timestamp()))
+        await self._durable()
 
     # ------------------------------------------------------------------ CSI
 
@@ -297,6 +328,8 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                 now=st.timestamp(),
             )
             self._save(new)
+            if not self.fuse.running(key):
+                await self._durable()  # recorded before its FUSE starts, so a restart finds the FUSE
             bound = False
             try:
                 await self._ensure_fuse(key)
@@ -307,7 +340,9 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                     if bound:
                         _detach(staging)
                     await self._undo_stage(key, volume_id)
+                    await self._durable()
                 raise
+        await self._durable()
         return csi_pb2.NodeStageVolumeResponse()
 
     async def _undo_stage(self, key: str, volume_id: str) -> None:
@@ -336,6 +371,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         if key is None:
             self._staged.pop(staging, None)
             _detach(staging)
+            await self._durable()  # a retry after a failed write must not answer before it lands
             return csi_pb2.NodeUnstageVolumeResponse()
         async with self.locks.hold(key):
             self._staged.pop(staging, None)
@@ -344,6 +380,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             self._save(new)
             if last and key_now is not None:
                 await self._stop_key(key_now)
+        await self._durable()
         return csi_pb2.NodeUnstageVolumeResponse()
 
     @rpc
@@ -367,6 +404,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                 self._bind_staging(entry, volume_id)
             _bind_from(staging, target, readonly=request.readonly)
             self._save(new)
+        await self._durable()
         return csi_pb2.NodePublishVolumeResponse()
 
     @rpc
@@ -381,6 +419,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             with contextlib.suppress(OSError):
                 os.rmdir(target)  # the CSI spec: the plugin removes what it created at the target
             self._save(st.unpublish(self.state, target))
+        await self._durable()
         return csi_pb2.NodeUnpublishVolumeResponse()
 
 
