@@ -6,6 +6,13 @@ asked); NodeUnpublish removes only that target; NodeUnstage removes the staging 
 was the key's last volume, stops the FUSE. The state file and the kernel mount table are the truth:
 every change is saved before the call returns, and a restarted service recovers from them.
 
+Saving is a group commit: a change is applied to ``self.state`` at once (``_save``) and a call
+answers only once the state it leaves is on disk (``_durable``); one write, off the event loop,
+serves every call waiting at that moment, so concurrent calls share fsyncs instead of queueing
+behind each other's. A failed write fails every call waiting on it, and the next call writes again.
+Where order matters (a FUSE must not start before the state that names it is on disk) the code
+waits for the write there.
+
 State transitions are pure (``csi.state``) and applied to ``self.state`` between awaits, so calls on
 different keys never overwrite each other; calls on one key are serialised by a per-key lock, which
 is what makes 50 concurrent stages of one key start exactly one FUSE.
@@ -79,6 +86,14 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         self.fuse: FuseRunner = fuse if fuse is not None else FuseManager(log_dir=log_dir)
         self.fuse.on_restart = self._on_fuse_restart
         self.locks = KeyedLocks()
+        # Staging path -> (device, inode) of the volume directory it was last seen showing: a
+        # publish that finds it still so needs no walk through the FUSE mount (each walk is a
+        # round trip per path component to the FUSE server).
+        self._staged: dict[str, tuple[int, int]] = {}
+        # Group commit: versions of self.state applied and on disk.
+        self._version = self._written = 0
+        self._writing = asyncio.Lock()
+        self._background: set[asyncio.Task[None]] = set()
         # Told every saved state (the FuseMount publisher); must return at once.
         self.mirror = mirror
         if mirror is not None:
@@ -87,11 +102,28 @@ class NodeService(csi_pb2_grpc.NodeServicer):
     # ------------------------------------------------------------------ helpers
 
     def _save(self, new: st.NodeState) -> None:
+        """Apply ``new``; it reaches the disk with the next ``_durable``."""
         if new is not self.state:
-            statefile.save_atomic(self.state_path, new)
             self.state = new
+            self._version += 1
             if self.mirror is not None:
                 self.mirror(new)
+
+    async def _durable(self) -> None:
+        """Return once the state as it is now is on disk."""
+        wanted = self._version
+        async with self._writing:
+            if self._written >= wanted:
+                return  # a write that started after our change has finished
+            version, state = self._version, self.state
+            await asyncio.to_thread(statefile.save_atomic, self.state_path, state)
+            self._written = version
+
+    def _durable_soon(self) -> None:
+        """For changes made outside a call (a FUSE restarted by its supervisor)."""
+        task = asyncio.get_running_loop().create_task(self._durable())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _argv(self, entry: st.MountEntry) -> list[str]:
         argv = fuse_argv(self.fuse_command[0], entry.params, entry.mnt_path)
@@ -130,6 +162,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         handle = self.fuse.handle(key)
         if handle is not None:
             self._save(_record_process(self.state, key, handle))
+            self._durable_soon()
         self._rebind(entry)
 
     def _rebind(self, entry: st.MountEntry) -> bool:
@@ -166,14 +199,28 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         except beneath.UnsafePath as err:
             raise _refused(curvine_path, err) from None
         try:
-            if _shows(volume.staging_path, os.fstat(fd)):
+            directory = os.fstat(fd)
+            self._staged[volume.staging_path] = (directory.st_dev, directory.st_ino)
+            if _shows(volume.staging_path, directory):
                 return False
-            _detach(volume.staging_path)
+            _clear(volume.staging_path)
             Path(volume.staging_path).mkdir(parents=True, exist_ok=True)
             mounts.bind(beneath.fd_path(fd), volume.staging_path)
             return True
         finally:
             os.close(fd)
+
+    def _still_staged(self, staging_path: str) -> bool:
+        """Whether the staging path still shows the directory it was bound to (not a dead or
+        replaced FUSE: those answer an error or another device)."""
+        seen = self._staged.get(staging_path)
+        if seen is None:
+            return False
+        try:
+            now = os.lstat(staging_path)
+        except OSError:
+            return False
+        return (now.st_dev, now.st_ino) == seen
 
     async def recover(self) -> None:
         """After a restart: adopt or restart every FUSE with staged volumes, re-bind what broke,
@@ -188,6 +235,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                     # NodeStage of that key tries again.
                     log.exception("recovering mount key %s failed", key, extra={"mount_key": key})
                     self._save(st.set_phase(self.state, key, "Broken", now=st.timestamp()))
+        await self._durable()
 
     async def _recover_key(self, entry: st.MountEntry) -> None:
         key = entry.key
@@ -232,6 +280,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                 elif entry.phase == "Broken" and entry.reason is not None and self._rebind(entry):
                     log.info("FUSE mount answers again", extra={"mount_key": key})
                     self._save(st.set_phase(self.state, key, "Ready", now=st.timestamp()))
+        await self._durable()
 
     # ------------------------------------------------------------------ CSI
 
@@ -279,6 +328,8 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                 now=st.timestamp(),
             )
             self._save(new)
+            if not self.fuse.running(key):
+                await self._durable()  # recorded before its FUSE starts, so a restart finds the FUSE
             bound = False
             try:
                 await self._ensure_fuse(key)
@@ -289,7 +340,9 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                     if bound:
                         _detach(staging)
                     await self._undo_stage(key, volume_id)
+                    await self._durable()
                 raise
+        await self._durable()
         return csi_pb2.NodeStageVolumeResponse()
 
     async def _undo_stage(self, key: str, volume_id: str) -> None:
@@ -316,14 +369,18 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         volume_id, staging = request.volume_id, request.staging_target_path
         key = self.state.key_of_volume(volume_id)
         if key is None:
+            self._staged.pop(staging, None)
             _detach(staging)
+            await self._durable()  # a retry after a failed write must not answer before it lands
             return csi_pb2.NodeUnstageVolumeResponse()
         async with self.locks.hold(key):
+            self._staged.pop(staging, None)
             _detach(staging)
             new, key_now, last = st.unstage(self.state, volume_id, now=st.timestamp())
             self._save(new)
             if last and key_now is not None:
                 await self._stop_key(key_now)
+        await self._durable()
         return csi_pb2.NodeUnstageVolumeResponse()
 
     @rpc
@@ -341,12 +398,13 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             pod_uid = request.volume_context.get(POD_UID_KEY) or None
             new = st.publish(self.state, volume_id, target, request.readonly, pod_uid)
             entry = self.state.mounts[key]
-            if entry.volumes[volume_id].staging_path == staging:
+            if entry.volumes[volume_id].staging_path == staging and not self._still_staged(staging):
                 # A staging bind into a FUSE that died (ENOTCONN) would be published as it is:
                 # kubelet does not stage again for a new pod, so mend it here.
                 self._bind_staging(entry, volume_id)
             _bind_from(staging, target, readonly=request.readonly)
             self._save(new)
+        await self._durable()
         return csi_pb2.NodePublishVolumeResponse()
 
     @rpc
@@ -361,6 +419,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             with contextlib.suppress(OSError):
                 os.rmdir(target)  # the CSI spec: the plugin removes what it created at the target
             self._save(st.unpublish(self.state, target))
+        await self._durable()
         return csi_pb2.NodeUnpublishVolumeResponse()
 
 
@@ -396,22 +455,34 @@ def _remove_empty(mnt_path: str) -> None:
 
 
 def _shows(path: str, directory: os.stat_result) -> bool:
-    """Whether a mount at ``path`` serves ``directory`` (same device and inode): a bind into a dead
-    FUSE fails to stat, one into an older FUSE mount has another device number."""
-    if not mounts.mounted_at(path):
-        return False
+    """Whether ``path`` serves ``directory`` (same device and inode): a bind into a dead FUSE fails
+    to stat, one into an older FUSE mount has another device number. A directory has one name
+    (no hard links), so another path showing its inode is a mount of it: no need to read the mount
+    table, which costs more than the whole bind once a node holds hundreds of mounts."""
     try:
-        seen = os.stat(path)
+        seen = os.lstat(path)
     except OSError:
         return False
     return (seen.st_dev, seen.st_ino) == (directory.st_dev, directory.st_ino)
+
+
+def _clear(path: str) -> None:
+    """Make ``path`` free to mount on: unmount what is stacked there. A path that does not exist
+    has nothing mounted on it (the common case, kubelet leaves the target to the driver)."""
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError:
+        pass  # a dead FUSE bind (ENOTCONN): _detach takes it off
+    _detach(path)
 
 
 def _bind_from(source: str, target: str, readonly: bool) -> None:
     """Bind ``source`` (the driver's own staging path) at ``target`` unless it is already there."""
     if _shows(target, os.stat(source)):
         return
-    _detach(target)
+    _clear(target)
     Path(target).mkdir(parents=True, exist_ok=True)
     mounts.bind(source, target, readonly=readonly)
 
