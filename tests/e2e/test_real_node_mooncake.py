@@ -57,10 +57,17 @@ def obj(kubeconfig: Path, *args: str) -> Any:
 
 
 def running_on_the_real_node(kubeconfig: Path, name: str) -> Any:
+    """The pod once Ready on the real node; until then, an error saying where it is and why each
+    container waits (ErrImagePull when its image was not imported), which a timeout reports."""
     pod = obj(kubeconfig, "-n", "default", "pod", name)
-    if pod["spec"].get("nodeName") != f"{realnode.NAME_PREFIX}0":
-        return None
-    return pod if ready(pod) else None
+    if pod["spec"].get("nodeName") == f"{realnode.NAME_PREFIX}0" and ready(pod):
+        return pod
+    waiting = {
+        c["name"]: f"{c['state']['waiting'].get('reason')}: {c['state']['waiting'].get('message', '')}"
+        for c in pod.get("status", {}).get("containerStatuses", [])
+        if "waiting" in c.get("state", {})
+    }
+    raise AssertionError(f"{name} on {pod['spec'].get('nodeName')}, not Ready; waiting: {waiting}")
 
 
 def metrics(ip: str) -> dict[str, float]:
