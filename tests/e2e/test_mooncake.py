@@ -79,9 +79,9 @@ def port_open(port: int) -> bool:
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def master_metrics(port: int) -> dict[str, float]:
+def master_metrics(port: int, host: str = "127.0.0.1", timeout: float = 2) -> dict[str, float]:
     """The master's Prometheus samples, summed per metric name over their labels."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+    with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=timeout) as r:
         text = r.read().decode()
     out: dict[str, float] = {}
     for name, value in re.findall(r"^([a-z_]+)(?:\{[^}]*\})? (\S+)$", text, re.M):

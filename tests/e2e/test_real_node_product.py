@@ -10,20 +10,18 @@ Skipped, saying why, where a real node cannot run or the image cannot be built."
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 import localcluster
-import ociimage
 import realnode
 from kubectl_fluid.api import names
 from tests.e2e.fluid import MANIFESTS, kubectl
-from tests.e2e.test_real_node import why_no_real_node
+from tests.e2e.users_cluster import users_cluster as cluster_of_a_user
+from tests.e2e.users_cluster import why_no_users_cluster
 from tests.e2e.wait import eventually
 
 NAMESPACE = "fluid-system"
@@ -31,35 +29,11 @@ NAMESPACE = "fluid-system"
 
 @pytest.fixture(scope="module")
 def users_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[localcluster.Cluster]:
-    reason = why_no_real_node()
-    if reason is None and shutil.which("mmdebstrap") is None:
-        reason = "building the product's image needs mmdebstrap: apt-get install -y mmdebstrap"
+    reason = why_no_users_cluster()
     if reason:
         pytest.skip(reason)
-    import productimage
-
-    state = tmp_path_factory.mktemp("users-cluster")
-    cluster = localcluster.up(state, 0, None)  # no kwok node: every pod lands on the real one
-    try:
-        [node] = realnode.ensure(cluster, 1, tainted=False)
-        bins = realnode.node_bins()
-        realnode.import_archive(bins, node, productimage.build())
-        # The CSI controller's sidecar by the name the manifest gives it, from the csi-provisioner the
-        # control plane's build made at the same pin (tests/unit/test_manifests checks the tag).
-        archive = node.root / "images" / "csi-provisioner.tar"
-        ociimage.binary_image(Path(cluster.bin_dir) / "csi-provisioner", provisioner_image(), archive)
-        realnode.import_archive(bins, node, archive)
+    with cluster_of_a_user(tmp_path_factory.mktemp("users-cluster")) as cluster:
         yield cluster
-    finally:
-        localcluster.down(state)
-
-
-def provisioner_image() -> str:
-    for doc in yaml.safe_load_all((MANIFESTS / "csi" / "controller-deployment.yaml").read_text()):
-        if doc and doc["kind"] == "Deployment":
-            containers = doc["spec"]["template"]["spec"]["containers"]
-            return str(next(c["image"] for c in containers if c["name"] == "csi-provisioner"))
-    raise AssertionError("no csi-provisioner container in manifests/csi/controller-deployment.yaml")
 
 
 def get(kubeconfig: Path, *args: str) -> dict[str, object]:
