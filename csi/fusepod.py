@@ -54,6 +54,10 @@ def fuse_pod(
                 {
                     "name": names.FUSE_POD_CONTAINER,
                     "image": image,
+                    # What the manifests give their own pods: an image already on the node (the one
+                    # the node service runs, loaded without a registry) is used as it is. Without it
+                    # kubelet's default for a :latest tag is Always, and such a node fails the mount.
+                    "imagePullPolicy": "IfNotPresent",
                     "command": argv,
                     "env": [{"name": name, "value": value} for name, value in env],
                     "securityContext": {"privileged": True},
