@@ -60,7 +60,14 @@ def fuse_pod(
                     "imagePullPolicy": "IfNotPresent",
                     "command": argv,
                     "env": [{"name": name, "value": value} for name, value in env],
-                    "securityContext": {"privileged": True},
+                    # Root, as the node service: an image whose default user is not (the product's
+                    # runs as 65532) could not mount FUSE at the key's directory.
+                    "securityContext": {
+                        "privileged": True,
+                        "runAsUser": 0,
+                        "runAsGroup": 0,
+                        "runAsNonRoot": False,
+                    },
                     "volumeMounts": [
                         {"name": "mount-key", "mountPath": key_dir, "mountPropagation": "Bidirectional"},
                         {"name": "dev-fuse", "mountPath": "/dev/fuse"},

@@ -75,3 +75,12 @@ def test_a_latest_tag_is_not_pulled_when_the_node_has_the_image() -> None:
     # mount with ErrImagePull (seen on the real node).
     (container,) = fuse_pod(NODE, KEY, ARGV, MNT, "kubectl-fluid:latest")["spec"]["containers"]
     assert container["imagePullPolicy"] == "IfNotPresent"
+
+
+def test_fuse_runs_as_root_whatever_the_images_user() -> None:
+    # The product's image runs as 65532 by default; FUSE in it then failed on the real node with
+    # "mount point ... cannot be used: Permission denied" (the key's directory is root's 0755).
+    (container,) = fuse_pod(NODE, KEY, ARGV, MNT, "kubectl-fluid:latest")["spec"]["containers"]
+    context = container["securityContext"]
+    assert context["privileged"] is True
+    assert (context["runAsUser"], context["runAsGroup"], context["runAsNonRoot"]) == (0, 0, False)
