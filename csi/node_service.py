@@ -408,11 +408,16 @@ def _shows(path: str, directory: os.stat_result) -> bool:
 
 
 def _bind_from(source: str, target: str, readonly: bool) -> None:
-    """Bind ``source`` (the driver's own staging path) at ``target`` unless it is already there."""
+    """Bind ``source`` (the driver's own staging path) at ``target`` unless it is already there.
+
+    A mount already at ``target`` (a bind into a FUSE that died) is kept and the new bind stacked on
+    it: a running container's volume is a copy of the target in its own mount namespace, which
+    follows what is mounted on the target (HostToContainer propagation) but is orphaned, still on the
+    dead FUSE, once the target is unmounted. NodeUnpublish unmounts the whole stack."""
     if _shows(target, os.stat(source)):
         return
-    _detach(target)
-    Path(target).mkdir(parents=True, exist_ok=True)
+    if not mounts.mounted_at(target):
+        Path(target).mkdir(parents=True, exist_ok=True)
     mounts.bind(source, target, readonly=readonly)
 
 
