@@ -315,6 +315,7 @@ def test_another_kubelet_root_dir_moves_every_path_of_the_csi_node(tmp_path: Pat
     assert run.returncode != 0
     assert "kubeletRootDir" in run.stderr, run.stderr
 
+
 def test_an_earlier_releases_registrar_values_install_and_run_no_sidecar(tmp_path: Path) -> None:
     # The node service registers the driver with kubelet itself; values files written for the
     # node-driver-registrar sidecar still install (helm upgrade -f old-values.yaml), and change nothing.
