@@ -54,9 +54,20 @@ def fuse_pod(
                 {
                     "name": names.FUSE_POD_CONTAINER,
                     "image": image,
+                    # What the manifests give their own pods: an image already on the node (the one
+                    # the node service runs, loaded without a registry) is used as it is. Without it
+                    # kubelet's default for a :latest tag is Always, and such a node fails the mount.
+                    "imagePullPolicy": "IfNotPresent",
                     "command": argv,
                     "env": [{"name": name, "value": value} for name, value in env],
-                    "securityContext": {"privileged": True},
+                    # Root, as the node service: an image whose default user is not (the product's
+                    # runs as 65532) could not mount FUSE at the key's directory.
+                    "securityContext": {
+                        "privileged": True,
+                        "runAsUser": 0,
+                        "runAsGroup": 0,
+                        "runAsNonRoot": False,
+                    },
                     "volumeMounts": [
                         {"name": "mount-key", "mountPath": key_dir, "mountPropagation": "Bidirectional"},
                         {"name": "dev-fuse", "mountPath": "/dev/fuse"},

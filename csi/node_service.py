@@ -479,11 +479,22 @@ def _clear(path: str) -> None:
 
 
 def _bind_from(source: str, target: str, readonly: bool) -> None:
-    """Bind ``source`` (the driver's own staging path) at ``target`` unless it is already there."""
+    """Bind ``source`` (the driver's own staging path) at ``target`` unless it is already there.
+
+    A mount already at ``target`` (a bind into a FUSE that died) is kept and the new bind stacked on
+    it: a running container's volume is a copy of the target in its own mount namespace, which
+    follows what is mounted on the target (HostToContainer propagation) but is orphaned, still on the
+    dead FUSE, once the target is unmounted. NodeUnpublish unmounts the whole stack."""
     if _shows(target, os.stat(source)):
         return
-    _clear(target)
-    Path(target).mkdir(parents=True, exist_ok=True)
+    try:
+        os.lstat(target)
+    except FileNotFoundError:
+        # Nothing is mounted on a path that does not exist (kubelet leaves the target to the
+        # driver): no need to read the mount table.
+        Path(target).mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass  # a bind into a dead FUSE (ENOTCONN): stacked on, as said above
     mounts.bind(source, target, readonly=readonly)
 
 

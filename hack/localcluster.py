@@ -703,7 +703,7 @@ def down(state_dir: Path) -> None:
 def release_node_mounts(root: Path) -> None:
     """The CSI node services' FUSE processes outlive them by design (a restarted node service adopts
     them): once those are stopped for good, stop the FUSE processes serving under ``root`` and
-    unmount everything left there, deepest first, then remove it."""
+    unmount everything left there, deepest first, and ``root`` if it is a mount, then remove it."""
     if not root.exists():
         return
     prefix = str(root.resolve()) + "/"
@@ -727,7 +727,9 @@ def release_node_mounts(root: Path) -> None:
             os.kill(pid, signal.SIGKILL)
     with open("/proc/self/mountinfo") as table:
         points = [line.split()[4] for line in table]
-    for point in sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True):
+    # ``root`` itself last: a real node's folder is a shared mount of its own (realnode._share_root).
+    inside = [p for p in points if p.startswith(prefix) or p == prefix[:-1]]
+    for point in sorted(inside, key=len, reverse=True):
         subprocess.run(["umount", "-l", point], check=False, capture_output=True)
     shutil.rmtree(root, ignore_errors=True)
 

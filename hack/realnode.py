@@ -12,6 +12,12 @@ state; kubelet's root dir, certificates and pod logs; the CNI configuration and 
 Not under the state dir itself because a unix socket's path has at most 107 bytes: kubelet's CSI
 registration sockets under a state dir in pytest's temporary folders would pass that.
 
+containerd and kubelet run in a mount namespace of the node's own (hack/nodeview.py) where
+/var/lib/kubelet (kubelet's root dir), /var/lib/fluid-csi and /var/lib/curvine-standin are the node's
+directories: the paths of a user's node, which the product's manifests mount as hostPaths, private to
+the node. The node's folder is a shared mount, so what is mounted there in the node's namespace shows
+on the host too, where ``stop`` unmounts it.
+
 Pods reach each other over a bridge of this machine with no default gateway and no masquerade: their
 traffic never leaves it. The host's address on the bridge serves them cluster DNS (a CoreDNS per node,
 ``clusterDNS``) and the kubernetes Service (a DNAT rule of the node's own from its ClusterIP to the API
@@ -41,12 +47,14 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import localcluster
+import nodeview
 import ociimage
 from localcluster import Cluster, log
 
@@ -63,6 +71,16 @@ NODE_PROCESSES = ("containerd", "kubelet", "coredns")
 CLUSTER_DOMAIN = "cluster.local"
 # The kubernetes Service's port (the API server's APIServerServicePort).
 API_SERVICE_PORT = 443
+KUBELET_ROOT = "/var/lib/kubelet"
+# The host paths a user's node has and the product's manifests mount (kubelet's root dir, the CSI node
+# service's state, the FUSE stand-in's data), each the node's own directory in its view (nodeview.py):
+# two clusters on this host never share them, and kubelet hands the CSI driver the paths its hostPaths
+# name, as on any node.
+NODE_VIEW = {
+    KUBELET_ROOT: "kubelet",
+    "/var/lib/fluid-csi": "fluid-csi",
+    "/var/lib/curvine-standin": "curvine-standin",
+}
 
 
 def pause_image(kube_version: str) -> str:
@@ -147,6 +165,40 @@ def plan(state_dir: Path, index: int, ports: dict[str, int], node_ip: str, taint
         record=str(state_dir.resolve() / NODES_DIR / name),
         tainted=tainted,
     )
+
+
+def node_view(node: RealNode) -> list[tuple[str, str]]:
+    """(the node's directory, the path it has in the node's view), for nodeview.py."""
+    return [(str(node.root / sub), target) for target, sub in NODE_VIEW.items()]
+
+
+def containerd_command(node: RealNode, bins: Path) -> list[str]:
+    """containerd in a mount namespace of the node's own (its view of /var/lib), where runc and every
+    container of the node run too."""
+    binds = [f"{source}={target}" for source, target in node_view(node)]
+    return [
+        "unshare", "--mount", "--propagation", "unchanged", "--",
+        sys.executable, nodeview.__file__, node.dir, *binds, "--",
+        str(bins / "containerd"), f"--config={node.root / 'containerd' / 'config.toml'}",
+    ]  # fmt: skip
+
+
+def kubelet_command(node: RealNode, bins: Path, containerd_pid: int) -> list[str]:
+    """kubelet in containerd's mount namespace: its root dir, the volumes it mounts and the hostPaths
+    it checks are those runc gives the containers."""
+    etc = node.root / "etc"
+    return [
+        "nsenter", f"--mount=/proc/{containerd_pid}/ns/mnt", "--",
+        str(bins / "kubelet"),
+        f"--config={etc / 'kubelet.json'}",
+        f"--kubeconfig={etc / 'kubeconfig'}",
+        f"--root-dir={KUBELET_ROOT}",
+        f"--cert-dir={node.root / 'pki'}",
+        f"--hostname-override={node.name}",
+        f"--node-ip={node.node_ip}",
+        f"--node-labels={REAL_NODE_KEY}=true",
+        "--v=1",
+    ]  # fmt: skip
 
 
 def containerd_config(node: RealNode, bin_dir: Path, pause: str) -> str:
@@ -440,7 +492,16 @@ def _start(cluster: Cluster, node: RealNode, bins: Path) -> None:
         [str(bins / "kubelet"), "--version"], capture_output=True, text=True, check=True
     ).stdout.split()[-1]
     pause = pause_image(kube_version)
-    for sub in ("containerd", "cni/net.d", "cni/ipam", "kubelet", "etc", "pki", "pod-logs", "images"):
+    for sub in (
+        "containerd",
+        "cni/net.d",
+        "cni/ipam",
+        *NODE_VIEW.values(),
+        "etc",
+        "pki",
+        "pod-logs",
+        "images",
+    ):
         (node.root / sub).mkdir(parents=True, exist_ok=True)
     (node.root / "containerd" / "config.toml").write_text(containerd_config(node, bins, pause))
     (node.root / "cni" / "net.d" / "10-kubectl-fluid.conflist").write_text(
@@ -450,13 +511,11 @@ def _start(cluster: Cluster, node: RealNode, bins: Path) -> None:
     _make_bridge(node)
     _route_kubernetes_service(cluster, node)
 
+    _share_root(node)
     log(f"starting containerd for real node {node.name}")
     env = {"PATH": f"{bins}:{os.environ.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin')}"}
-    localcluster.start(
-        cluster,
-        f"containerd-{node.name}",
-        [str(bins / "containerd"), f"--config={node.root / 'containerd' / 'config.toml'}"],
-        env=env,
+    containerd = localcluster.start(
+        cluster, f"containerd-{node.name}", containerd_command(node, bins), env=env
     )
     localcluster.wait_for(
         f"containerd of {node.name}",
@@ -474,32 +533,19 @@ def _start(cluster: Cluster, node: RealNode, bins: Path) -> None:
     (node.root / "pki" / "kubelet.crt").write_bytes(cert)
     (node.root / "pki" / "kubelet.key").write_bytes(key)
     (node.root / "pki" / "kubelet.key").chmod(0o600)
-    kubeconfig = node.root / "etc" / "kubeconfig"
-    kubeconfig.write_text(json.dumps(node_kubeconfig(cluster.server, cluster.pki, node), indent=2))
-    config = node.root / "etc" / "kubelet.json"
-    config.write_text(json.dumps(kubelet_config(node, cluster.pki / "ca.crt"), indent=2))
+    (node.root / "etc" / "kubeconfig").write_text(
+        json.dumps(node_kubeconfig(cluster.server, cluster.pki, node), indent=2)
+    )
+    (node.root / "etc" / "kubelet.json").write_text(
+        json.dumps(kubelet_config(node, cluster.pki / "ca.crt"), indent=2)
+    )
     _start_dns(cluster, node, bins)
     # The API server reaches this kubelet (exec, logs) by the node's name: resolve it to loopback there.
     with open(cluster.state_dir / localcluster.HOSTS_FILE, "a") as hosts:
         hosts.write(f"127.0.0.1 {node.name}\n")
 
     log(f"starting kubelet for real node {node.name}")
-    localcluster.start(
-        cluster,
-        f"kubelet-{node.name}",
-        [
-            str(bins / "kubelet"),
-            f"--config={config}",
-            f"--kubeconfig={kubeconfig}",
-            f"--root-dir={node.kubelet_root}",
-            f"--cert-dir={node.root / 'pki'}",
-            f"--hostname-override={node.name}",
-            f"--node-ip={node.node_ip}",
-            f"--node-labels={REAL_NODE_KEY}=true",
-            "--v=1",
-        ],
-        env=env,
-    )
+    localcluster.start(cluster, f"kubelet-{node.name}", kubelet_command(node, bins, containerd.pid), env=env)
     localcluster.wait_for(
         f"real node {node.name} Ready",
         lambda: _ready(cluster, node.name),
@@ -507,6 +553,23 @@ def _start(cluster: Cluster, node: RealNode, bins: Path) -> None:
         READY_TIMEOUT,
         [f"containerd-{node.name}", f"kubelet-{node.name}"],
     )
+
+
+def _share_root(node: RealNode) -> None:
+    """The node's folder as a shared mount of its own: its copy in the node's namespace is a peer, so
+    what containerd and kubelet mount there (and beneath the views bound from it) shows on the host,
+    where ``stop`` unmounts it; nothing else of the node's namespace does."""
+    for args in (["--bind", node.dir, node.dir], ["--make-shared", node.dir]):
+        run = subprocess.run(["mount", *args], capture_output=True, text=True, check=False)
+        if run.returncode != 0:
+            raise SystemExit(f"error: mount {' '.join(args)}: {run.stderr.strip()}")
+
+
+def namespace_mounts(cluster: Cluster, node: RealNode) -> list[str]:
+    """The mount points of the node's own namespace (containerd's), for checks that nothing is left."""
+    [containerd] = [p for p in cluster.procs if p.name == f"containerd-{node.name}"]
+    with open(f"/proc/{containerd.pid}/mountinfo") as table:
+        return [nodeview.unescape(line.split()[4]) for line in table]
 
 
 def _make_bridge(node: RealNode) -> None:

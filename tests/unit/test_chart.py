@@ -298,6 +298,24 @@ def test_values_land_where_they_say(tmp_path: Path) -> None:
     assert "--backend-root=/srv/curvine" in container(docs, "Deployment", "fluid-csi-controller")["args"]
 
 
+def test_another_kubelet_root_dir_moves_every_path_of_the_csi_node(tmp_path: Path) -> None:
+    # k0s, microk8s and the like keep kubelet's root elsewhere: kubelet hands the driver paths there.
+    root = "/var/snap/microk8s/common/var/lib/kubelet"
+    docs = rendered("-f", values_file(tmp_path, {"csi": {"kubeletRootDir": root}}))
+    pod = pod_spec(docs, "DaemonSet", "fluid-csi-node")
+    text = yaml.safe_dump(pod)
+    assert "/var/lib/kubelet" not in text.replace(root, "")
+    paths = [v["hostPath"]["path"] for v in pod["volumes"] if "hostPath" in v]
+    assert sum(p.startswith(root + "/") for p in paths) == 5
+    args = container(docs, "DaemonSet", "fluid-csi-node")["args"]
+    assert f"--mount-root={root}/plugins" in args
+    assert f"--plugin-registration-dir={root}/plugins_registry" in args
+    assert f"--kubelet-registration-path={root}/plugins/curvine.csi.fluid.io/csi.sock" in args
+    run = render("-f", values_file(tmp_path, {"csi": {"kubeletRootDir": "var/lib/k0s/kubelet"}}), check=False)
+    assert run.returncode != 0
+    assert "kubeletRootDir" in run.stderr, run.stderr
+
+
 def test_an_earlier_releases_registrar_values_install_and_run_no_sidecar(tmp_path: Path) -> None:
     # The node service registers the driver with kubelet itself; values files written for the
     # node-driver-registrar sidecar still install (helm upgrade -f old-values.yaml), and change nothing.

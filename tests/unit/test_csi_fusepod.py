@@ -67,3 +67,20 @@ def test_fuse_pod_flags_refuse_what_a_pod_cannot_take() -> None:
     for bad in (["--fuse-env", "no-equals"], ["--fuse-env", "1A=x"], ["--fuse-host-path", "rel"]):
         with pytest.raises(SystemExit):
             parse_args([*base, *bad])
+
+
+def test_a_latest_tag_is_not_pulled_when_the_node_has_the_image() -> None:
+    # The manifests' kubectl-fluid:latest is loaded onto nodes and run IfNotPresent; without a policy,
+    # kubelet's default for :latest is Always and a node that has the image but no registry fails the
+    # mount with ErrImagePull (seen on the real node).
+    (container,) = fuse_pod(NODE, KEY, ARGV, MNT, "kubectl-fluid:latest")["spec"]["containers"]
+    assert container["imagePullPolicy"] == "IfNotPresent"
+
+
+def test_fuse_runs_as_root_whatever_the_images_user() -> None:
+    # The product's image runs as 65532 by default; FUSE in it then failed on the real node with
+    # "mount point ... cannot be used: Permission denied" (the key's directory is root's 0755).
+    (container,) = fuse_pod(NODE, KEY, ARGV, MNT, "kubectl-fluid:latest")["spec"]["containers"]
+    context = container["securityContext"]
+    assert context["privileged"] is True
+    assert (context["runAsUser"], context["runAsGroup"], context["runAsNonRoot"]) == (0, 0, False)

@@ -276,6 +276,75 @@ def test_kill_9_of_the_driver_and_of_the_fuse_recover(driver: Driver) -> None:
     assert leftovers(driver) == []
 
 
+@pytest.fixture
+def shared_root(tmp_path: Path) -> Iterator[Path]:
+    """The driver's tree on a shared mount of its own, as kubelet makes its root dir (rshared)."""
+    root = tmp_path / "kubelet"
+    root.mkdir()
+    subprocess.run(["mount", "--bind", str(root), str(root)], check=True)
+    subprocess.run(["mount", "--make-shared", str(root)], check=True)
+    try:
+        yield root
+    finally:
+        subprocess.run(["umount", "-R", "-l", str(root)], check=False)
+
+
+def test_a_running_containers_copy_of_a_target_sees_the_restarted_fuse(shared_root: Path) -> None:
+    # A container's volume with HostToContainer propagation is a slave copy of the target in a mount
+    # namespace of its own. Re-binding by unmounting the target first left that copy on the dead FUSE
+    # ("Transport endpoint is not connected" in the running pod, on the real node): the new bind
+    # must reach the copy through the old target mount.
+    with running(Driver(shared_root)) as driver:
+        volume = driver.create("pv-running")
+        target = str(driver.root / "pods" / "uid" / "mount")
+        staging = driver.stage(volume)
+        driver.publish(volume, staging, target)
+        Path(target, "data").write_text("kept")
+        # runc binds the volume at the container's own path, in the container's mount namespace.
+        view = shared_root.parent / "container-data"
+        view.mkdir()
+        script = f"mount --bind {target} {view} && mount --make-rslave {view} && exec sleep 600"
+        container = subprocess.Popen(
+            ["unshare", "--mount", "--propagation", "slave", "sh", "-c", script], start_new_session=True
+        )
+        try:
+            time.sleep(0.5)
+
+            def read_in_container() -> str:
+                run = subprocess.run(
+                    ["nsenter", f"--mount=/proc/{container.pid}/ns/mnt", "cat", f"{view}/data"],
+                    capture_output=True, text=True, check=False,
+                )  # fmt: skip
+                return run.stdout if run.returncode == 0 else run.stderr
+
+            assert read_in_container() == "kept"
+            (fuse,) = driver.fuse_pids()
+            os.kill(fuse, signal.SIGKILL)
+            deadline = time.monotonic() + 15
+            while not (driver.fuse_pids() not in ([], [fuse]) and _reads(target) == "kept"):
+                assert time.monotonic() < deadline, leftovers(driver)
+                time.sleep(0.1)
+            seen = read_in_container()
+            while seen != "kept" and time.monotonic() < deadline + 5:
+                time.sleep(0.2)
+                seen = read_in_container()
+            assert seen == "kept", seen
+        finally:
+            container.kill()
+            container.wait()
+        driver.unpublish(volume, target)
+        driver.unstage(volume, staging)
+        assert not mounts.mounted_at(target)
+        assert driver.fuse_pids() == []
+
+
+def _reads(path: str) -> str | None:
+    try:
+        return Path(path, "data").read_text()
+    except OSError:
+        return None
+
+
 # --- bind sources beneath the FUSE mount ------------------------------------------------------------
 
 

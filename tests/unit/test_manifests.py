@@ -846,6 +846,15 @@ def test_csi_node_registers_the_driver_with_kubelet_itself() -> None:
     assert container_port(driver, driver["readinessProbe"]["httpGet"]["port"]) == args.health_port
 
 
+def test_csi_node_liveness_waits_for_a_slow_start() -> None:
+    # On a busy node the Python start took longer than liveness's 5 s + 3 x 10 s: kubelet killed the
+    # container (exit 137) before it served, again and again (the real node, seven pods starting).
+    driver = container_named(pod_spec(CSI_NODE, "DaemonSet"), "csi-driver")
+    startup = driver["startupProbe"]
+    assert startup["httpGet"] == driver["livenessProbe"]["httpGet"]
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= 120
+
+
 def test_csi_rbac_is_least_privilege() -> None:
     by_name = {role["metadata"]["name"]: role for role in find(CSI_RBAC, "ClusterRole")}
     roles = {role["metadata"]["name"]: role for role in find(CSI_RBAC, "Role")}
