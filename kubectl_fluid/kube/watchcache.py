@@ -91,6 +91,21 @@ class WatchCache:
             found.setdefault("kind", self.resource.kind)
         return found
 
+    def observe(self, obj: dict[str, Any]) -> None:
+        """Hold the server's answer to our own write now, before the watch brings it: the next pass
+        over the same key then compares against what the server has, not against what it had, and
+        writes nothing twice. An answer older than what the cache holds (the watch was faster, or a
+        later write came first) is ignored. No event here: the watch's own event for this version
+        still comes, and handlers react to it as to any other (a workload's status may have moved
+        in the same version)."""
+        k = key_of(obj)
+        held = self._store.get(k)
+        if held is not None and not _newer(obj, held):
+            return
+        obj.setdefault("apiVersion", self.resource.api_version)
+        obj.setdefault("kind", self.resource.kind)
+        self._store[k] = obj
+
     def add_handler(self, handler: Handler) -> None:
         """``handler(event, obj)`` runs in the cache's task for every change; keep it cheap (enqueue)."""
         self._handlers.append(handler)
@@ -189,7 +204,11 @@ class WatchCache:
         if kind == "DELETED":
             self._store.pop(k, None)
         elif kind in ("ADDED", "MODIFIED"):
-            self._store[k] = obj
+            held = self._store.get(k)
+            # Older than the answer to our own write we hold (``observe``): keep the newer. Handlers
+            # still hear of it, and of the event for the held version when it comes.
+            if held is None or _newer(obj, held) or _rv(obj) == _rv(held):
+                self._store[k] = obj
         else:
             log.warning("%s: ignoring watch event of type %r", self.resource, kind)
             return
@@ -207,6 +226,16 @@ class WatchCache:
 def _rv(obj: dict[str, Any]) -> str | None:
     rv: str | None = obj.get("metadata", {}).get("resourceVersion")
     return rv
+
+
+def _newer(obj: dict[str, Any], held: dict[str, Any]) -> bool:
+    """Whether ``obj`` is a later version than ``held``. resourceVersions are opaque by contract but
+    etcd's revisions in practice, which only grow; compared as numbers when both are, and otherwise
+    the one in hand wins (an unknown scheme: the newest answer is the best guess)."""
+    new, old = _rv(obj), _rv(held)
+    if new is not None and old is not None and new.isdigit() and old.isdigit():
+        return int(new) > int(old)
+    return True
 
 
 def _describe(e: Exception) -> str:
