@@ -10,8 +10,10 @@ the input (Secrets).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,11 +136,12 @@ class Reconciler:
                     ),
                 )
             return Result()
-        if names.DATASET_FINALIZER not in ds_obj["metadata"].get("finalizers", []):
-            ds_obj = await self._add_finalizer(ds_obj)
-        if rt_obj is not None and rt_obj["metadata"].get("deletionTimestamp"):
-            return Result()  # its children go with it; re-creating them would fight the collector
-        if rt_obj is None:
+        finalized = names.DATASET_FINALIZER in ds_obj["metadata"].get("finalizers", [])
+        if rt_obj is None or rt_obj["metadata"].get("deletionTimestamp"):
+            if not finalized:
+                ds_obj = await self._add_finalizer(ds_obj)
+            if rt_obj is not None:
+                return Result()  # its children go with it; re-creating them would fight the collector
             await self._dataset_status(
                 ds_obj,
                 "NotBound",
@@ -151,15 +154,20 @@ class Reconciler:
             return Result()
         try:
             children, runtime = await self._desired(ds_obj, rt_obj)
-            await self._apply_children(rt_obj, children)
+            ds_obj = await self._apply_children(ds_obj, rt_obj, children)
         except Problem as problem:
-            await self._runtime_problem(rt_obj, problem)
-            await self._dataset_status(
-                ds_obj, "NotBound", [], ready=False, reason=problem.reason, message=problem.message
+            ds_obj = self.caches.datasets.get(namespace, name) or ds_obj  # as the finalizer left it
+            if names.DATASET_FINALIZER not in ds_obj["metadata"].get("finalizers", []):
+                ds_obj = await self._add_finalizer(ds_obj)
+            await together(
+                self._runtime_problem(rt_obj, problem),
+                self._dataset_status(
+                    ds_obj, "NotBound", [], ready=False, reason=problem.reason, message=problem.message
+                ),
             )
             return Result(problem.retry_after)
         kind = "no client (clientless)" if children.daemonset is None else "a client DaemonSet"
-        await self._runtime_status(
+        runtime_status = self._runtime_status(
             rt_obj,
             ready=True,
             reason="Reconciled",
@@ -181,7 +189,7 @@ class Reconciler:
         masters = scope.spec("master").replica_count() if scope.enabled("master") else None
         if masters:
             entry["masterReplicas"] = masters
-        await self._dataset_status(
+        dataset_status = self._dataset_status(
             ds_obj,
             "Bound",
             [entry],
@@ -189,6 +197,7 @@ class Reconciler:
             reason="DatasetReady",
             message=f"bound to CacheRuntime {name}: its runtime config, workloads, PV and PVC are in place",
         )
+        await together(runtime_status, dataset_status)
         return Result()
 
     # ------------------------------------------------------------------ desired state
@@ -251,15 +260,28 @@ class Reconciler:
 
     # ------------------------------------------------------------------ children
 
-    async def _apply_children(self, rt_obj: dict[str, Any], children: Children) -> None:
+    async def _apply_children(
+        self, ds_obj: dict[str, Any], rt_obj: dict[str, Any], children: Children
+    ) -> dict[str, Any]:
+        """Children are written concurrently, in two waves: what pods mount or resolve (ConfigMaps,
+        Services) and the Dataset's finalizer first; then the workloads and the storage, the PV
+        (cluster-scoped: no owner reference collects it) only once the finalizer that removes it is
+        on. Returns the Dataset as the finalizer left it."""
         uid = rt_obj["metadata"]["uid"]
-        storage = [children.pv, children.pvc]
         manager = names.shared_field_manager(children.scope.namespace, children.scope.name)
+        finalizing = names.DATASET_FINALIZER not in ds_obj["metadata"].get("finalizers", [])
+        first: list[Awaitable[Any]] = [self._add_finalizer(ds_obj)] if finalizing else []
+        workloads: list[Awaitable[Any]] = []
         for obj in children.namespaced():
             if any(obj is shared for shared in children.extra_configmaps):
-                await self._ensure_shared(obj, uid, manager)
+                first.append(self._ensure_shared(obj, uid, manager))
+            elif obj["kind"] in ("ConfigMap", "Service"):
+                first.append(self._ensure(obj, uid))
             elif obj is not children.pvc:
-                await self._ensure(obj, uid)
+                workloads.append(self._ensure(obj, uid))
+        done = await together(*first)
+        if finalizing:
+            ds_obj = done[0]
         wanted = {(o["kind"], o["metadata"]["name"]) for o in children.namespaced()}
         namespace = rt_obj["metadata"]["namespace"]
         # Components the runtime no longer has (client disabled, a component gone from the class).
@@ -268,16 +290,28 @@ class Reconciler:
                 if (kind, actual["metadata"]["name"]) in wanted or not _owned_by(actual, uid):
                     continue
                 if any(ref.get("uid") != uid for ref in actual["metadata"].get("ownerReferences", [])):
-                    await self._release(actual, manager)  # others still use it
+                    workloads.append(self._release(actual, manager))  # others still use it
                 else:
-                    await self._delete(RESOURCE_OF_KIND[kind], actual)
+                    workloads.append(self._delete(RESOURCE_OF_KIND[kind], actual))
+        await together(*workloads, self._ensure_storage(children, uid))
+        return ds_obj
+
+    async def _ensure_storage(self, children: Children, owner_uid: str) -> None:
+        """PV and PVC, once the PV by that name is known to be this Dataset's or absent (read just
+        before, so that a PV another Dataset's key has just made is never applied over): then both
+        at once, since the claim names the PV and the binder waits for whichever comes second."""
+        pv = await self._read_pv(children.pv["metadata"]["name"])
+        if pv is not None:
+            self._check_pv_owner(pv, children.pv)
         try:
-            for obj in storage:
-                await self._ensure(obj, uid)
+            await together(
+                self._ensure(children.pv, owner_uid, pv),
+                self._ensure(children.pvc, owner_uid),
+            )
         except Problem as problem:
             if problem.reason != "InvalidPersistentVolume":
                 raise
-            await self._replace_storage(children, uid, problem)
+            await self._replace_storage(children, owner_uid, problem)
 
     async def _replace_storage(self, children: Children, owner_uid: str, problem: Problem) -> None:
         """A PV's volume source is immutable, yet it changes when a runtime gains or loses its client
@@ -340,18 +374,17 @@ class Reconciler:
             retry_after=None if watched else NAME_CONFLICT_RECHECK,
         )
 
-    async def _ensure(self, desired: dict[str, Any], owner_uid: str) -> None:
+    async def _ensure(
+        self, desired: dict[str, Any], owner_uid: str, pv: dict[str, Any] | None = None
+    ) -> None:
+        """Apply ``desired`` unless the cluster has it already. A PV comes read (``pv``, None when
+        absent) and checked for its owner by the caller; the others from the watch caches."""
         kind = desired["kind"]
         meta = desired["metadata"]
         namespace = meta.get("namespace")
-        if kind == "PersistentVolume":
-            actual = await self._read_pv(meta["name"])
-        else:
-            actual = self.caches.for_kind(kind).get(namespace, meta["name"])
+        actual = pv if kind == "PersistentVolume" else self.caches.for_kind(kind).get(namespace, meta["name"])
         if actual is not None:
-            if kind == "PersistentVolume":
-                self._check_pv_owner(actual, desired)
-            elif not _owned_by(actual, owner_uid):
+            if kind != "PersistentVolume" and not _owned_by(actual, owner_uid):
                 raise Problem(
                     "NameConflict",
                     f"{kind} {namespace}/{meta['name']} exists and does not belong to this CacheRuntime: "
@@ -366,7 +399,7 @@ class Reconciler:
         namespace = meta.get("namespace")
         resource = RESOURCE_OF_KIND[kind]
         try:
-            await http.request(
+            applied = await http.request(
                 self.api,
                 "PATCH",
                 resource.object_path(namespace, meta["name"]),
@@ -387,6 +420,7 @@ class Reconciler:
                 raise Problem("Invalid" + kind, message) from e
             raise
         metrics.WRITES.labels("apply", resource.plural).inc()
+        self.caches.for_kind(kind).observe(applied)
         log.info("applied %s %s", kind, meta["name"], extra={"namespace": namespace, "new": new})
 
     async def _ensure_shared(self, desired: dict[str, Any], owner_uid: str, manager: str) -> None:
@@ -485,6 +519,7 @@ class Reconciler:
             content_type=http.JSON_PATCH,
         )
         metrics.WRITES.labels("patch", "datasets").inc()
+        self.caches.datasets.observe(updated)
         return updated
 
     async def _delete_dataset(self, ds_obj: dict[str, Any], rt_obj: dict[str, Any] | None) -> Result:
@@ -622,7 +657,7 @@ class Reconciler:
         meta = obj["metadata"]
         # A merge patch from the status as cached: lists (conditions, runtimes) are replaced whole,
         # and keys the desired status no longer has are removed.
-        await http.request(
+        written = await http.request(
             self.api,
             "PATCH",
             resource.object_path(meta["namespace"], meta["name"]) + "/status",
@@ -630,6 +665,18 @@ class Reconciler:
             content_type=http.MERGE_PATCH,
         )
         metrics.WRITES.labels("patch", resource.plural + "/status").inc()
+        (self.caches.datasets if resource is DATASETS else self.caches.runtimes).observe(written)
+
+
+async def together(*steps: Awaitable[Any]) -> list[Any]:
+    """Run ``steps`` concurrently and wait for all of them, so no write is left running behind a
+    failure; then raise the first failure in order, an API error before a Problem (the error's retry
+    with backoff brings the Problem back; the Problem would wait for a change that may never come)."""
+    results = await asyncio.gather(*steps, return_exceptions=True)
+    failures = [r for r in results if isinstance(r, BaseException)]
+    for failure in (*[f for f in failures if not isinstance(f, Problem)], *failures):
+        raise failure
+    return results
 
 
 def _owned_by(obj: dict[str, Any], uid: str) -> bool:
