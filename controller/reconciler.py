@@ -420,7 +420,8 @@ class Reconciler:
                 raise Problem("Invalid" + kind, message) from e
             raise
         metrics.WRITES.labels("apply", resource.plural).inc()
-        self.caches.for_kind(kind).observe(applied)
+        # An object several runtimes share (its own field manager each): the others' keys hear of it.
+        self.caches.for_kind(kind).observe(applied, announce=manager != names.CONTROLLER_FIELD_MANAGER)
         log.info("applied %s %s", kind, meta["name"], extra={"namespace": namespace, "new": new})
 
     async def _ensure_shared(self, desired: dict[str, Any], owner_uid: str, manager: str) -> None:

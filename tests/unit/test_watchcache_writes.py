@@ -1,6 +1,7 @@
 """The watch cache holds the answers to the controller's own writes (``observe``): the next pass over
 a key compares against what the server has, never against an older version, whichever of the answer
-and the watch event comes first."""
+and the watch event comes first; and the watch's event for a version the writer already holds does
+not queue the writer's key again."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def held(c: WatchCache) -> str:
     return str(obj["metadata"]["resourceVersion"])
 
 
-def test_an_answer_is_held_before_the_watch_brings_it_and_its_event_still_comes() -> None:
+def test_an_answer_is_held_before_the_watch_brings_it_and_its_own_event_is_not_heard() -> None:
     c, heard = cache()
     c._apply({"type": "ADDED", "object": cm(5)})
     c.observe(cm(7, "written"))
@@ -40,7 +41,26 @@ def test_an_answer_is_held_before_the_watch_brings_it_and_its_event_still_comes(
     assert held(c) == "7"
     c._apply({"type": "MODIFIED", "object": cm(7, "written")})
     assert held(c) == "7"
-    assert heard == [("ADDED", "5"), ("MODIFIED", "6"), ("MODIFIED", "7")]
+    assert c.resource_version == "7"
+    c._apply({"type": "MODIFIED", "object": cm(8, "someone else")})
+    assert held(c) == "8"
+    assert heard == [("ADDED", "5"), ("MODIFIED", "6"), ("MODIFIED", "8")]
+
+
+def test_an_announced_answer_is_heard_when_the_watch_brings_it() -> None:
+    """An object several keys share: the others react to the writer's change."""
+    c, heard = cache()
+    c.observe(cm(3), announce=True)
+    c._apply({"type": "ADDED", "object": cm(3)})
+    assert heard == [("ADDED", "3")]
+
+
+def test_an_event_that_came_before_the_answer_is_heard_once_and_nothing_is_held_back_later() -> None:
+    c, heard = cache()
+    c._apply({"type": "ADDED", "object": cm(3)})
+    c.observe(cm(3))
+    c._apply({"type": "MODIFIED", "object": cm(4)})
+    assert heard == [("ADDED", "3"), ("MODIFIED", "4")]
 
 
 def test_an_answer_older_than_what_the_watch_brought_is_ignored() -> None:
