@@ -102,10 +102,23 @@ class Result:
 
 
 class Reconciler:
-    def __init__(self, api: kr8s.asyncio.Api, caches: Caches, recorder: Recorder) -> None:
+    """``requests`` bounds the API calls in flight across every key: a key's writes go out together
+    when slots are free, and a queue of many keys never sends more at once than that (the API server
+    queues one client's requests behind each other, the leader Lease's renewal among them)."""
+
+    def __init__(self, api: kr8s.asyncio.Api, caches: Caches, recorder: Recorder, requests: int = 8) -> None:
         self.api = api
         self.caches = caches
         self.recorder = recorder
+        self._slots = asyncio.Semaphore(requests)
+
+    async def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        async with self._slots:
+            return await http.request(self.api, method, path, **kwargs)
+
+    async def _get(self, path: str) -> dict[str, Any] | None:
+        async with self._slots:
+            return await http.get(self.api, path)
 
     async def reconcile(self, key: Key) -> Result:
         try:
@@ -240,7 +253,7 @@ class Reconciler:
         dataset, namespace = children.scope.dataset, children.scope.namespace
         for secret, keys in children.secret_keys().items():
             # Direct GETs: watching Secrets would mean reading every Secret of the cluster.
-            found = await http.get(self.api, resources.SECRETS.object_path(namespace, secret))
+            found = await self._get(resources.SECRETS.object_path(namespace, secret))
             if found is None:
                 raise Problem(
                     "SecretNotFound",
@@ -348,7 +361,7 @@ class Reconciler:
         cached = self.caches.pvs.get(None, name)
         if cached is not None:
             return cached
-        return await http.get(self.api, resources.PERSISTENT_VOLUMES.object_path(None, name))
+        return await self._get(resources.PERSISTENT_VOLUMES.object_path(None, name))
 
     def _check_pv_owner(self, actual: dict[str, Any], desired: dict[str, Any]) -> None:
         """Raise NameConflict unless the existing PV is the one this Dataset made (``pv_conflict``)."""
@@ -399,8 +412,7 @@ class Reconciler:
         namespace = meta.get("namespace")
         resource = RESOURCE_OF_KIND[kind]
         try:
-            applied = await http.request(
-                self.api,
+            applied = await self._request(
                 "PATCH",
                 resource.object_path(namespace, meta["name"]),
                 params={"fieldManager": manager, "force": "true"},
@@ -431,8 +443,8 @@ class Reconciler:
         meta = desired["metadata"]
         namespace, name = meta["namespace"], meta["name"]
         # The cache holds only ConfigMaps with our labels: a miss may be someone else's ConfigMap.
-        actual = self.caches.configmaps.get(namespace, name) or await http.get(
-            self.api, resources.CONFIGMAPS.object_path(namespace, name)
+        actual = self.caches.configmaps.get(namespace, name) or await self._get(
+            resources.CONFIGMAPS.object_path(namespace, name)
         )
         if actual is not None:
             labels = actual["metadata"].get("labels") or {}
@@ -479,8 +491,7 @@ class Reconciler:
     async def _delete(self, resource: Resource, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
         try:
-            await http.request(
-                self.api,
+            await self._request(
                 "DELETE",
                 resource.object_path(meta.get("namespace"), meta["name"]),
                 body={"preconditions": {"uid": meta["uid"]}, "propagationPolicy": "Background"},
@@ -512,8 +523,7 @@ class Reconciler:
             ops.append({"op": "add", "path": "/metadata/finalizers/-", "value": names.DATASET_FINALIZER})
         else:
             ops.append({"op": "add", "path": "/metadata/finalizers", "value": [names.DATASET_FINALIZER]})
-        updated: dict[str, Any] = await http.request(
-            self.api,
+        updated: dict[str, Any] = await self._request(
             "PATCH",
             DATASETS.object_path(meta["namespace"], meta["name"]),
             body=ops,
@@ -552,8 +562,7 @@ class Reconciler:
             {"op": "remove", "path": f"/metadata/finalizers/{index}"},
         ]
         try:
-            await http.request(
-                self.api,
+            await self._request(
                 "PATCH",
                 DATASETS.object_path(namespace, name),
                 body=ops,
@@ -568,7 +577,7 @@ class Reconciler:
         return Result()
 
     async def _pods_using_pvc(self, namespace: str, claim: str) -> list[str]:
-        pods = await http.request(self.api, "GET", resources.PODS.collection_path(namespace))
+        pods = await self._request("GET", resources.PODS.collection_path(namespace))
         users = []
         for pod in pods.get("items", []):
             if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
@@ -658,8 +667,7 @@ class Reconciler:
         meta = obj["metadata"]
         # A merge patch from the status as cached: lists (conditions, runtimes) are replaced whole,
         # and keys the desired status no longer has are removed.
-        written = await http.request(
-            self.api,
+        written = await self._request(
             "PATCH",
             resource.object_path(meta["namespace"], meta["name"]) + "/status",
             body={"status": merge_patch(actual, desired)},
