@@ -381,6 +381,9 @@ def run(report: Report, kubeconfig: Path, workdir: Path, pairs_count: int = PAIR
         return seconds
 
     base_seconds = asyncio.run(baseline())
+    print(
+        f"[bench] baseline: {pairs_count} pairs and their children written directly in {base_seconds:.1f} s"
+    )
     core.delete_namespace(base_ns)
     wait_until_gone(core.read_namespace, base_ns, what=f"namespace {base_ns}", timeout=600)
 
