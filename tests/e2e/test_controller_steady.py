@@ -70,7 +70,10 @@ def test_many_converged_pairs_get_no_writes_while_steady_nor_from_a_new_leader(
     controller.start()
     controller.wait_ready()
     eventually(
-        lambda: controller.metric("fluid_controller_reconcile_total") >= 2 * PAIRS,
+        lambda: (
+            controller.metric("fluid_controller_reconcile_total") >= PAIRS
+            and controller.metric("fluid_controller_queue_depth") == 0
+        ),
         "the new leader reconciled every key",
         timeout=120,
     )
