@@ -47,7 +47,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--context", help="kubeconfig context")
     p.add_argument("--namespace", help="reconcile only this namespace (default: all)")
-    p.add_argument("--workers", type=int, default=8, help="concurrent reconciles (never two for one key)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=8,
+        help="concurrent reconciles (never two for one key), and as many API calls in flight",
+    )
     p.add_argument("--leader-elect", action="store_true", help="act only while holding the leader Lease")
     p.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", names.FLUID_NAMESPACE))
     p.add_argument("--lease-name", default=names.CONTROLLER_LEASE)
@@ -89,7 +94,7 @@ class Controller:
             pvs=cache(resources.PERSISTENT_VOLUMES, MANAGED),
         )
         self.queue: WorkQueue[Key] = WorkQueue()
-        self.reconciler = Reconciler(api, self.caches, Recorder(api, args.identity))
+        self.reconciler = Reconciler(api, self.caches, Recorder(api, args.identity), requests=args.workers)
         self._wire()
 
     def _wire(self) -> None:

@@ -10,8 +10,10 @@ the input (Secrets).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,10 +102,23 @@ class Result:
 
 
 class Reconciler:
-    def __init__(self, api: kr8s.asyncio.Api, caches: Caches, recorder: Recorder) -> None:
+    """``requests`` bounds the API calls in flight across every key: a key's writes go out together
+    when slots are free, and a queue of many keys never sends more at once than that (the API server
+    queues one client's requests behind each other, the leader Lease's renewal among them)."""
+
+    def __init__(self, api: kr8s.asyncio.Api, caches: Caches, recorder: Recorder, requests: int = 8) -> None:
         self.api = api
         self.caches = caches
         self.recorder = recorder
+        self._slots = asyncio.Semaphore(requests)
+
+    async def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        async with self._slots:
+            return await http.request(self.api, method, path, **kwargs)
+
+    async def _get(self, path: str) -> dict[str, Any] | None:
+        async with self._slots:
+            return await http.get(self.api, path)
 
     async def reconcile(self, key: Key) -> Result:
         try:
@@ -134,11 +149,12 @@ class Reconciler:
                     ),
                 )
             return Result()
-        if names.DATASET_FINALIZER not in ds_obj["metadata"].get("finalizers", []):
-            ds_obj = await self._add_finalizer(ds_obj)
-        if rt_obj is not None and rt_obj["metadata"].get("deletionTimestamp"):
-            return Result()  # its children go with it; re-creating them would fight the collector
-        if rt_obj is None:
+        finalized = names.DATASET_FINALIZER in ds_obj["metadata"].get("finalizers", [])
+        if rt_obj is None or rt_obj["metadata"].get("deletionTimestamp"):
+            if not finalized:
+                ds_obj = await self._add_finalizer(ds_obj)
+            if rt_obj is not None:
+                return Result()  # its children go with it; re-creating them would fight the collector
             await self._dataset_status(
                 ds_obj,
                 "NotBound",
@@ -151,15 +167,20 @@ class Reconciler:
             return Result()
         try:
             children, runtime = await self._desired(ds_obj, rt_obj)
-            await self._apply_children(rt_obj, children)
+            ds_obj = await self._apply_children(ds_obj, rt_obj, children)
         except Problem as problem:
-            await self._runtime_problem(rt_obj, problem)
-            await self._dataset_status(
-                ds_obj, "NotBound", [], ready=False, reason=problem.reason, message=problem.message
+            ds_obj = self.caches.datasets.get(namespace, name) or ds_obj  # as the finalizer left it
+            if names.DATASET_FINALIZER not in ds_obj["metadata"].get("finalizers", []):
+                ds_obj = await self._add_finalizer(ds_obj)
+            await together(
+                self._runtime_problem(rt_obj, problem),
+                self._dataset_status(
+                    ds_obj, "NotBound", [], ready=False, reason=problem.reason, message=problem.message
+                ),
             )
             return Result(problem.retry_after)
         kind = "no client (clientless)" if children.daemonset is None else "a client DaemonSet"
-        await self._runtime_status(
+        runtime_status = self._runtime_status(
             rt_obj,
             ready=True,
             reason="Reconciled",
@@ -181,7 +202,7 @@ class Reconciler:
         masters = scope.spec("master").replica_count() if scope.enabled("master") else None
         if masters:
             entry["masterReplicas"] = masters
-        await self._dataset_status(
+        dataset_status = self._dataset_status(
             ds_obj,
             "Bound",
             [entry],
@@ -189,6 +210,7 @@ class Reconciler:
             reason="DatasetReady",
             message=f"bound to CacheRuntime {name}: its runtime config, workloads, PV and PVC are in place",
         )
+        await together(runtime_status, dataset_status)
         return Result()
 
     # ------------------------------------------------------------------ desired state
@@ -231,7 +253,7 @@ class Reconciler:
         dataset, namespace = children.scope.dataset, children.scope.namespace
         for secret, keys in children.secret_keys().items():
             # Direct GETs: watching Secrets would mean reading every Secret of the cluster.
-            found = await http.get(self.api, resources.SECRETS.object_path(namespace, secret))
+            found = await self._get(resources.SECRETS.object_path(namespace, secret))
             if found is None:
                 raise Problem(
                     "SecretNotFound",
@@ -251,15 +273,28 @@ class Reconciler:
 
     # ------------------------------------------------------------------ children
 
-    async def _apply_children(self, rt_obj: dict[str, Any], children: Children) -> None:
+    async def _apply_children(
+        self, ds_obj: dict[str, Any], rt_obj: dict[str, Any], children: Children
+    ) -> dict[str, Any]:
+        """Children are written concurrently, in two waves: what pods mount or resolve (ConfigMaps,
+        Services) and the Dataset's finalizer first; then the workloads and the storage, the PV
+        (cluster-scoped: no owner reference collects it) only once the finalizer that removes it is
+        on. Returns the Dataset as the finalizer left it."""
         uid = rt_obj["metadata"]["uid"]
-        storage = [children.pv, children.pvc]
         manager = names.shared_field_manager(children.scope.namespace, children.scope.name)
+        finalizing = names.DATASET_FINALIZER not in ds_obj["metadata"].get("finalizers", [])
+        first: list[Awaitable[Any]] = [self._add_finalizer(ds_obj)] if finalizing else []
+        workloads: list[Awaitable[Any]] = []
         for obj in children.namespaced():
             if any(obj is shared for shared in children.extra_configmaps):
-                await self._ensure_shared(obj, uid, manager)
+                first.append(self._ensure_shared(obj, uid, manager))
+            elif obj["kind"] in ("ConfigMap", "Service"):
+                first.append(self._ensure(obj, uid))
             elif obj is not children.pvc:
-                await self._ensure(obj, uid)
+                workloads.append(self._ensure(obj, uid))
+        done = await together(*first)
+        if finalizing:
+            ds_obj = done[0]
         wanted = {(o["kind"], o["metadata"]["name"]) for o in children.namespaced()}
         namespace = rt_obj["metadata"]["namespace"]
         # Components the runtime no longer has (client disabled, a component gone from the class).
@@ -268,16 +303,28 @@ class Reconciler:
                 if (kind, actual["metadata"]["name"]) in wanted or not _owned_by(actual, uid):
                     continue
                 if any(ref.get("uid") != uid for ref in actual["metadata"].get("ownerReferences", [])):
-                    await self._release(actual, manager)  # others still use it
+                    workloads.append(self._release(actual, manager))  # others still use it
                 else:
-                    await self._delete(RESOURCE_OF_KIND[kind], actual)
+                    workloads.append(self._delete(RESOURCE_OF_KIND[kind], actual))
+        await together(*workloads, self._ensure_storage(children, uid))
+        return ds_obj
+
+    async def _ensure_storage(self, children: Children, owner_uid: str) -> None:
+        """PV and PVC, once the PV by that name is known to be this Dataset's or absent (read just
+        before, so that a PV another Dataset's key has just made is never applied over): then both
+        at once, since the claim names the PV and the binder waits for whichever comes second."""
+        pv = await self._read_pv(children.pv["metadata"]["name"])
+        if pv is not None:
+            self._check_pv_owner(pv, children.pv)
         try:
-            for obj in storage:
-                await self._ensure(obj, uid)
+            await together(
+                self._ensure(children.pv, owner_uid, pv),
+                self._ensure(children.pvc, owner_uid),
+            )
         except Problem as problem:
             if problem.reason != "InvalidPersistentVolume":
                 raise
-            await self._replace_storage(children, uid, problem)
+            await self._replace_storage(children, owner_uid, problem)
 
     async def _replace_storage(self, children: Children, owner_uid: str, problem: Problem) -> None:
         """A PV's volume source is immutable, yet it changes when a runtime gains or loses its client
@@ -314,7 +361,7 @@ class Reconciler:
         cached = self.caches.pvs.get(None, name)
         if cached is not None:
             return cached
-        return await http.get(self.api, resources.PERSISTENT_VOLUMES.object_path(None, name))
+        return await self._get(resources.PERSISTENT_VOLUMES.object_path(None, name))
 
     def _check_pv_owner(self, actual: dict[str, Any], desired: dict[str, Any]) -> None:
         """Raise NameConflict unless the existing PV is the one this Dataset made (``pv_conflict``)."""
@@ -340,18 +387,17 @@ class Reconciler:
             retry_after=None if watched else NAME_CONFLICT_RECHECK,
         )
 
-    async def _ensure(self, desired: dict[str, Any], owner_uid: str) -> None:
+    async def _ensure(
+        self, desired: dict[str, Any], owner_uid: str, pv: dict[str, Any] | None = None
+    ) -> None:
+        """Apply ``desired`` unless the cluster has it already. A PV comes read (``pv``, None when
+        absent) and checked for its owner by the caller; the others from the watch caches."""
         kind = desired["kind"]
         meta = desired["metadata"]
         namespace = meta.get("namespace")
-        if kind == "PersistentVolume":
-            actual = await self._read_pv(meta["name"])
-        else:
-            actual = self.caches.for_kind(kind).get(namespace, meta["name"])
+        actual = pv if kind == "PersistentVolume" else self.caches.for_kind(kind).get(namespace, meta["name"])
         if actual is not None:
-            if kind == "PersistentVolume":
-                self._check_pv_owner(actual, desired)
-            elif not _owned_by(actual, owner_uid):
+            if kind != "PersistentVolume" and not _owned_by(actual, owner_uid):
                 raise Problem(
                     "NameConflict",
                     f"{kind} {namespace}/{meta['name']} exists and does not belong to this CacheRuntime: "
@@ -366,8 +412,7 @@ class Reconciler:
         namespace = meta.get("namespace")
         resource = RESOURCE_OF_KIND[kind]
         try:
-            await http.request(
-                self.api,
+            applied = await self._request(
                 "PATCH",
                 resource.object_path(namespace, meta["name"]),
                 params={"fieldManager": manager, "force": "true"},
@@ -387,6 +432,8 @@ class Reconciler:
                 raise Problem("Invalid" + kind, message) from e
             raise
         metrics.WRITES.labels("apply", resource.plural).inc()
+        # An object several runtimes share (its own field manager each): the others' keys hear of it.
+        self.caches.for_kind(kind).observe(applied, announce=manager != names.CONTROLLER_FIELD_MANAGER)
         log.info("applied %s %s", kind, meta["name"], extra={"namespace": namespace, "new": new})
 
     async def _ensure_shared(self, desired: dict[str, Any], owner_uid: str, manager: str) -> None:
@@ -396,8 +443,8 @@ class Reconciler:
         meta = desired["metadata"]
         namespace, name = meta["namespace"], meta["name"]
         # The cache holds only ConfigMaps with our labels: a miss may be someone else's ConfigMap.
-        actual = self.caches.configmaps.get(namespace, name) or await http.get(
-            self.api, resources.CONFIGMAPS.object_path(namespace, name)
+        actual = self.caches.configmaps.get(namespace, name) or await self._get(
+            resources.CONFIGMAPS.object_path(namespace, name)
         )
         if actual is not None:
             labels = actual["metadata"].get("labels") or {}
@@ -444,8 +491,7 @@ class Reconciler:
     async def _delete(self, resource: Resource, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
         try:
-            await http.request(
-                self.api,
+            await self._request(
                 "DELETE",
                 resource.object_path(meta.get("namespace"), meta["name"]),
                 body={"preconditions": {"uid": meta["uid"]}, "propagationPolicy": "Background"},
@@ -477,14 +523,14 @@ class Reconciler:
             ops.append({"op": "add", "path": "/metadata/finalizers/-", "value": names.DATASET_FINALIZER})
         else:
             ops.append({"op": "add", "path": "/metadata/finalizers", "value": [names.DATASET_FINALIZER]})
-        updated: dict[str, Any] = await http.request(
-            self.api,
+        updated: dict[str, Any] = await self._request(
             "PATCH",
             DATASETS.object_path(meta["namespace"], meta["name"]),
             body=ops,
             content_type=http.JSON_PATCH,
         )
         metrics.WRITES.labels("patch", "datasets").inc()
+        self.caches.datasets.observe(updated)
         return updated
 
     async def _delete_dataset(self, ds_obj: dict[str, Any], rt_obj: dict[str, Any] | None) -> Result:
@@ -516,8 +562,7 @@ class Reconciler:
             {"op": "remove", "path": f"/metadata/finalizers/{index}"},
         ]
         try:
-            await http.request(
-                self.api,
+            await self._request(
                 "PATCH",
                 DATASETS.object_path(namespace, name),
                 body=ops,
@@ -532,7 +577,7 @@ class Reconciler:
         return Result()
 
     async def _pods_using_pvc(self, namespace: str, claim: str) -> list[str]:
-        pods = await http.request(self.api, "GET", resources.PODS.collection_path(namespace))
+        pods = await self._request("GET", resources.PODS.collection_path(namespace))
         users = []
         for pod in pods.get("items", []):
             if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
@@ -622,14 +667,25 @@ class Reconciler:
         meta = obj["metadata"]
         # A merge patch from the status as cached: lists (conditions, runtimes) are replaced whole,
         # and keys the desired status no longer has are removed.
-        await http.request(
-            self.api,
+        written = await self._request(
             "PATCH",
             resource.object_path(meta["namespace"], meta["name"]) + "/status",
             body={"status": merge_patch(actual, desired)},
             content_type=http.MERGE_PATCH,
         )
         metrics.WRITES.labels("patch", resource.plural + "/status").inc()
+        (self.caches.datasets if resource is DATASETS else self.caches.runtimes).observe(written)
+
+
+async def together(*steps: Awaitable[Any]) -> list[Any]:
+    """Run ``steps`` concurrently and wait for all of them, so no write is left running behind a
+    failure; then raise the first failure in order, an API error before a Problem (the error's retry
+    with backoff brings the Problem back; the Problem would wait for a change that may never come)."""
+    results = await asyncio.gather(*steps, return_exceptions=True)
+    failures = [r for r in results if isinstance(r, BaseException)]
+    for failure in (*[f for f in failures if not isinstance(f, Problem)], *failures):
+        raise failure
+    return results
 
 
 def _owned_by(obj: dict[str, Any], uid: str) -> bool:

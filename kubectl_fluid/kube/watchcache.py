@@ -65,6 +65,7 @@ class WatchCache:
         self.relists = 0  # how often the server made us start over; tests and metrics read it
         self._store: dict[Key, dict[str, Any]] = {}
         self._handlers: list[Handler] = []
+        self._written: dict[Key, str] = {}  # versions our own writes made, until the watch brings them
 
     # ------------------------------------------------------------------ reading
 
@@ -90,6 +91,27 @@ class WatchCache:
             found.setdefault("apiVersion", self.resource.api_version)
             found.setdefault("kind", self.resource.kind)
         return found
+
+    def observe(self, obj: dict[str, Any], *, announce: bool = False) -> None:
+        """Hold the server's answer to our own write now, before the watch brings it: the next pass
+        over the same key then compares against what the server has, not against what it had, and
+        writes nothing twice. An answer older than what the cache holds (the watch was faster, or a
+        later write came first) is ignored.
+
+        The watch's event for the held version then tells nobody anything new: the writer knows
+        what it wrote (the object at that version is the answer), so handlers do not hear of it
+        and the writer's key is not queued again for its own write. ``announce`` keeps the event
+        for objects others react to as well (one several keys share)."""
+        k = key_of(obj)
+        held = self._store.get(k)
+        if held is not None and not _newer(obj, held):
+            return
+        obj.setdefault("apiVersion", self.resource.api_version)
+        obj.setdefault("kind", self.resource.kind)
+        self._store[k] = obj
+        rv = _rv(obj)
+        if not announce and rv is not None:
+            self._written[k] = rv
 
     def add_handler(self, handler: Handler) -> None:
         """``handler(event, obj)`` runs in the cache's task for every change; keep it cheap (enqueue)."""
@@ -137,6 +159,7 @@ class WatchCache:
                 break
             params["continue"] = cont
         old, self._store = self._store, fresh
+        self._written.clear()
         self.resource_version = page["metadata"]["resourceVersion"]
         # What changed while we were not watching, as events, so consumers need no special case.
         for k, obj in old.items():
@@ -186,10 +209,23 @@ class WatchCache:
         obj.setdefault("apiVersion", self.resource.api_version)
         obj.setdefault("kind", self.resource.kind)
         k = key_of(obj)
+        written = self._written.get(k)
+        # Forgotten once the watch reaches that version (or passes it: a later write, a deletion).
+        if written is not None and (
+            kind == "DELETED" or rv == written or not _newer({"metadata": {"resourceVersion": written}}, obj)
+        ):
+            del self._written[k]
         if kind == "DELETED":
             self._store.pop(k, None)
         elif kind in ("ADDED", "MODIFIED"):
-            self._store[k] = obj
+            held = self._store.get(k)
+            # Older than the answer to our own write we hold (``observe``): keep the newer; handlers
+            # still hear of the older change.
+            if held is None or _newer(obj, held) or _rv(obj) == _rv(held):
+                self._store[k] = obj
+            if rv is not None and rv == written:
+                self.resource_version = rv
+                return  # our own write: see ``observe``
         else:
             log.warning("%s: ignoring watch event of type %r", self.resource, kind)
             return
@@ -207,6 +243,16 @@ class WatchCache:
 def _rv(obj: dict[str, Any]) -> str | None:
     rv: str | None = obj.get("metadata", {}).get("resourceVersion")
     return rv
+
+
+def _newer(obj: dict[str, Any], held: dict[str, Any]) -> bool:
+    """Whether ``obj`` is a later version than ``held``. resourceVersions are opaque by contract but
+    etcd's revisions in practice, which only grow; compared as numbers when both are, and otherwise
+    the one in hand wins (an unknown scheme: the newest answer is the best guess)."""
+    new, old = _rv(obj), _rv(held)
+    if new is not None and old is not None and new.isdigit() and old.isdigit():
+        return int(new) > int(old)
+    return True
 
 
 def _describe(e: Exception) -> str:

@@ -3,10 +3,14 @@ Never pass/fail: the numbers go into the closing notes of the issues that name t
 
 Runs against a private local cluster it starts (and times), or the cluster KUBECONFIG names. The table
 ends the output; the same rows go to $BENCH_JSON (default .dev/bench.json). Goals are issue 15's.
+
+``--scale`` (``make bench SCALE=1``) runs the controller bench with 2,000 pairs instead of 500;
+``--only controller`` (``make bench ONLY=controller``) runs only the named benches.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
@@ -23,26 +27,46 @@ from tests.bench import (
 )
 from tests.bench.report import Report
 
+BENCHES = ("api", "controller", "webhook", "csi", "curvine", "cli")
 
-def run_all(report: Report, kubeconfig: Path, workdir: Path) -> None:
-    bench_api.run(report, kubeconfig)
-    bench_controller.run(report, kubeconfig, workdir)
-    bench_webhook.run(report, kubeconfig, workdir)
-    bench_csi.run(report)
-    bench_curvine.run(report)
-    bench_cli.run(report, kubeconfig, workdir)
+
+def run_all(report: Report, kubeconfig: Path, workdir: Path, args: argparse.Namespace) -> None:
+    pairs = bench_controller.SCALE_PAIRS if args.scale else bench_controller.PAIRS
+    steps = {
+        "api": lambda: bench_api.run(report, kubeconfig),
+        "controller": lambda: bench_controller.run(report, kubeconfig, workdir, pairs),
+        "webhook": lambda: bench_webhook.run(report, kubeconfig, workdir),
+        "csi": lambda: bench_csi.run(report),
+        "curvine": lambda: bench_curvine.run(report),
+        "cli": lambda: bench_cli.run(report, kubeconfig, workdir),
+    }
+    for name in BENCHES:
+        if not args.only or name in args.only:
+            steps[name]()
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__)
+    p.add_argument(
+        "--scale",
+        action="store_true",
+        help=f"the controller bench with {bench_controller.SCALE_PAIRS} pairs, not {bench_controller.PAIRS}",
+    )
+    p.add_argument("--only", action="append", choices=BENCHES, help="run only this bench (repeatable)")
+    return p.parse_args(argv)
 
 
 def main() -> int:
+    args = parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "hack"))
     report = Report()
     given = os.environ.get("KUBECONFIG")
     with tempfile.TemporaryDirectory(prefix="kubectl-fluid-bench-") as tmp:
         if given:
-            run_all(report, Path(given.split(os.pathsep)[0]), Path(tmp))
+            run_all(report, Path(given.split(os.pathsep)[0]), Path(tmp), args)
         else:
             with bench_cluster.timed_cluster(report, Path(tmp) / "cluster") as kubeconfig:
-                run_all(report, kubeconfig, Path(tmp))
+                run_all(report, kubeconfig, Path(tmp), args)
     report.print()
     report.write_json(Path(os.environ.get("BENCH_JSON", ".dev/bench.json")))
     return 0

@@ -319,3 +319,28 @@ def metric_sum(text: str, name: str, labels: dict[str, str] | None = None) -> fl
         if all(have.get(k) == json.dumps(v) for k, v in (labels or {}).items()):
             total += float(value)
     return total
+
+
+def workload_counts(statefulsets: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """(ready, current) replicas of each StatefulSet, as its controller reports them."""
+    return {
+        s["metadata"]["name"]: (
+            (s.get("status") or {}).get("readyReplicas", 0),
+            (s.get("status") or {}).get("currentReplicas", 0),
+        )
+        for s in statefulsets["items"]
+    }
+
+
+def lagging(runtimes: dict[str, Any], counts: dict[str, tuple[int, int]]) -> list[str]:
+    """Runtimes whose status does not yet show their StatefulSets' ready and current replicas."""
+    behind = []
+    for rt in runtimes["items"]:
+        name, status = rt["metadata"]["name"], rt.get("status") or {}
+        for component in ("master", "worker"):
+            shown = status.get(component) or {}
+            have = (shown.get("readyReplicas", 0), shown.get("currentReplicas", 0))
+            if counts.get(names.component_name(name, component), (0, 0)) != have:
+                behind.append(name)
+                break
+    return behind

@@ -79,3 +79,44 @@ def test_a_counter_is_summed_over_its_label_sets_and_nothing_else() -> None:
     )
     assert counter_total(text, "fluid_controller_api_writes_total") == 512.0
     assert counter_total("", "fluid_controller_api_writes_total") == 0
+
+
+def test_the_controller_baseline_writes_every_object_the_controller_writes() -> None:
+    """Issue 15: the baseline is fair only if it writes all the children, not just the ConfigMaps."""
+    import json
+    from pathlib import Path
+
+    import yaml
+
+    from controller.desired import desired_children
+    from kubectl_fluid.api.cacheruntime import CacheRuntime
+    from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass
+    from kubectl_fluid.api.dataset import Dataset
+    from tests.bench.bench_controller import UID, pair, pair_writes
+
+    crc = CacheRuntimeClass.model_validate(
+        yaml.safe_load(Path("manifests/samples/cacheruntimeclass-mooncake.yaml").read_text())
+    )
+    ds, rt = pair(7)
+    waves = pair_writes(ds, rt, crc, "ns")
+    rt_obj = {**rt, "metadata": {**rt["metadata"], "namespace": "ns", "uid": UID}}
+    ds_obj = {**ds, "metadata": {**ds["metadata"], "namespace": "ns"}}
+    children = desired_children(
+        Dataset.model_validate(ds_obj), CacheRuntime.model_validate(rt_obj), crc, "ns"
+    )
+    applied = sorted(
+        (body["kind"], body["metadata"]["name"])
+        for wave in waves
+        for _, _, ctype, text in wave
+        if ctype == "application/apply-patch+yaml"
+        for body in [json.loads(text)]
+    )
+    assert applied == sorted(
+        (o["kind"], o["metadata"]["name"]) for o in [*children.namespaced(), children.pv]
+    )
+    paths = [path for wave in waves for _, path, _, _ in wave]
+    assert sum(p.endswith("/status") for p in paths) == 2  # the runtime's and the Dataset's
+    assert [w[2] for w in waves[0]].count("application/json-patch+json") == 1  # the finalizer
+    # The PV only after the finalizer, the statuses last: the controller's order.
+    assert any("persistentvolumes/" in p for _, p, _, _ in waves[1])
+    assert all(p.endswith("/status") for _, p, _, _ in waves[2])
