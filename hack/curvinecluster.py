@@ -27,6 +27,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import tomllib
 from collections.abc import Callable, Iterator
@@ -179,28 +180,59 @@ def mounted(
         conf.unlink(missing_ok=True)
 
 
+# One write, read back and removed, in a process of its own: a write curvine-fuse fails in its
+# background writer (seen: "No workers available" just after the worker registered) can leave the
+# close() waiting forever in the kernel, and only the end of that FUSE connection ends it.
+_PROBE = (
+    "import pathlib, sys\n"
+    "p = pathlib.Path(sys.argv[1])\n"
+    "p.write_bytes(b'probe')\n"
+    "assert p.read_bytes() == b'probe', 'read back something else'\n"
+    "p.unlink()\n"
+)
+PROBE_SECONDS = 10
+
+
 def wait_writable(layout: Layout, alive: Callable[[], bool], timeout: float = 60) -> float:
     """Mount the cluster's root with a probe curvine-fuse and write until a write succeeds; returns
-    the seconds it took once mounted. The probe is stopped (SIGTERM) either way."""
+    the seconds it took from the first mount. A write that does not return within PROBE_SECONDS
+    ends that probe curvine-fuse (which fails the stuck request) and a fresh one is mounted. The
+    probe is stopped (SIGTERM) either way."""
     mnt = layout.root / "probe" / "fuse-mount"
-    with mounted(layout, "/", mnt) as fuse:
-        t0 = time.monotonic()
-        last: OSError | None = None
-        while time.monotonic() - t0 < timeout:
-            if fuse.poll() is not None:
-                raise CurvineError(f"the probe curvine-fuse exited {fuse.returncode}; see {mnt}.log")
-            if not alive():
-                raise CurvineError("the Curvine master or worker exited while waiting for a first write")
-            try:
-                target = mnt / PROBE_FILE
-                target.write_bytes(b"probe")
-                if target.read_bytes() == b"probe":
-                    target.unlink()
-                    return time.monotonic() - t0
-            except OSError as err:
-                last = err  # EIO "No workers available" until the worker's first heartbeat
-            time.sleep(0.1)
-        raise CurvineError(f"no write succeeded within {timeout:.0f}s (last: {last}); see {mnt}.log")
+    start = time.monotonic()
+    mounted_at: float | None = None
+    last = "no write tried"
+    while time.monotonic() - start < timeout:
+        with mounted(layout, "/", mnt) as fuse:
+            mounted_at = mounted_at or time.monotonic()
+            while time.monotonic() - start < timeout:
+                if fuse.poll() is not None:
+                    raise CurvineError(f"the probe curvine-fuse exited {fuse.returncode}; see {mnt}.log")
+                if not alive():
+                    raise CurvineError("the Curvine master or worker exited while waiting for a first write")
+                probe = subprocess.Popen(
+                    [sys.executable, "-c", _PROBE, str(mnt / PROBE_FILE)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                )
+                try:
+                    _, err = probe.communicate(timeout=PROBE_SECONDS)
+                except subprocess.TimeoutExpired:
+                    last = f"a write that did not return within {PROBE_SECONDS}s"
+                    fuse.kill()
+                    try:
+                        probe.communicate(timeout=PROBE_SECONDS)
+                    except subprocess.TimeoutExpired:
+                        probe.kill()
+                        raise CurvineError(f"a probe write into {mnt} is stuck in the kernel") from None
+                    break  # mount a fresh probe curvine-fuse
+                if probe.returncode == 0:
+                    return time.monotonic() - mounted_at
+                # EIO "No workers available" until the worker's first heartbeat
+                last = (err.decode(errors="replace").strip().splitlines() or ["?"])[-1]
+                time.sleep(0.1)
+    raise CurvineError(f"no write succeeded within {timeout:.0f}s (last: {last}); see {mnt}.log")
 
 
 def _stale(path: Path) -> bool:
