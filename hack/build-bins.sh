@@ -8,6 +8,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/versions.env"
 CACHE="${KUBECTL_FLUID_CACHE:-$HOME/.cache/kubectl-fluid}"
 SCRATCH="$CACHE/scratch"
+# One build at a time per cache: two makes started together (make demo beside make test, or two
+# worktrees) would otherwise build into the same temporary folders. The second waits, then finds the
+# first one's results.
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.build.lock"
+flock 9
 export CGO_ENABLED=0 GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 command -v go >/dev/null || { echo "error: go (>= 1.26) is needed to build the local control plane; or point KUBECONFIG at an existing cluster" >&2; exit 1; }
 
