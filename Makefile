@@ -9,7 +9,7 @@ STATE ?= .dev
 .PHONY: help prereqs venv csi-stubs bins up down status demo test unit e2e lint crds bench krew clean
 
 help:
-	@echo "make demo    start the local cluster and walk through both data paths with real traffic"
+	@echo "make demo    start a local cluster with a real node, deploy the product, walk through both data paths"
 	@echo "make up      start the local cluster (.dev/kubeconfig) with the CRDs and fluid-controller installed"
 	@echo "make down    stop everything 'make up' started and remove its state"
 	@echo "make test    lint + unit + e2e (own private cluster, or the one KUBECONFIG names)"
@@ -52,10 +52,11 @@ up: prereqs venv
 	$(BIN)/python hack/localcluster.py up --fluid --state-dir $(STATE)
 	@echo "export KUBECONFIG=$(abspath $(STATE))/kubeconfig"
 
-# The README's first command: everything it needs (venv, control plane, the product's processes),
-# then the narrated walkthrough. The cluster stays up afterwards; `make down` stops it.
+# The README's first command: everything it needs (venv, control plane, a real node with the product's
+# and Mooncake's images), then the narrated walkthrough, which deploys the product with its manifests.
+# The cluster stays up afterwards; `make down` stops it.
 demo: prereqs venv bins
-	$(BIN)/python hack/localcluster.py up --fluid --state-dir $(STATE)
+	$(BIN)/python hack/userscluster.py --mooncake --state-dir $(STATE)
 	PYTHONPATH=hack $(BIN)/python hack/demo/walkthrough.py --state-dir $(STATE)
 
 # Standard library only: works even when the venv is gone.

@@ -51,6 +51,8 @@ CURVINE_PROCS = ("curvine-worker", "curvine-master")
 SERVICE_CIDR = "10.96.0.0/16"
 # The API server's /etc/hosts (see private_hosts); real nodes' names are added to it.
 HOSTS_FILE = "hosts"
+# Marks a state dir whose cluster is shaped as a user's (hack/userscluster.py: make demo's).
+USERS_CLUSTER_MARKER = "users-cluster"
 # Anything a later issue adds to the cluster (controller, webhook, CSI) is recorded beside these and
 # stops with the API server's other clients, before the API server and etcd.
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
@@ -697,6 +699,7 @@ def down(state_dir: Path) -> None:
     (state_dir / HOSTS_FILE).unlink(missing_ok=True)
     # Logs stay for post-mortems; the next `up` replaces them.
     (state_dir / STATE_FILE).unlink(missing_ok=True)
+    (state_dir / USERS_CLUSTER_MARKER).unlink(missing_ok=True)
     log("stopped")
 
 
@@ -793,6 +796,12 @@ def main(argv: list[str] | None = None) -> int:
         return status(state_dir)
     with locked(state_dir):
         if args.command == "up":
+            if (state_dir / USERS_CLUSTER_MARKER).exists() and Cluster.load(state_dir) is not None:
+                raise SystemExit(
+                    f"error: {state_dir} holds the cluster `make demo` started (the product deployed "
+                    f"from its manifests on a real node); stop it with `make down STATE={state_dir}`, "
+                    "or give this one another STATE"
+                )
             cluster = up(state_dir, args.nodes, args.bin_dir)
             import realnode
 

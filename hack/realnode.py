@@ -60,6 +60,8 @@ from localcluster import Cluster, log
 
 NODES_DIR = "realnodes"
 NODE_FILE = "node.json"
+# The archives imported into the node's containerd since it started (import_archive_once).
+IMPORTED_FILE = "imported"
 NAME_PREFIX = "real-node-"
 # Label and taint: the real node runs only the pods that ask for it.
 REAL_NODE_KEY = "kubectl-fluid.io/real-node"
@@ -634,8 +636,7 @@ def _start_dns(cluster: Cluster, node: RealNode, bins: Path) -> None:
 
 def import_images(bins: Path, node: RealNode, pause: str) -> list[str]:
     """The pause and busybox images, written as OCI archives and imported into the node's containerd."""
-    banner = subprocess.run([str(bins / "busybox")], capture_output=True, text=True, check=False).stdout
-    busybox = busybox_image(busybox_version(banner))
+    busybox = busybox_of(bins)
     archives = node.root / "images"
     ociimage.pause_image(bins / "pause", pause, archives / "pause.tar")
     ociimage.busybox_image(bins / "busybox", busybox, archives / "busybox.tar")
@@ -644,11 +645,33 @@ def import_images(bins: Path, node: RealNode, pause: str) -> list[str]:
     return [pause, busybox]
 
 
+def busybox_of(bins: Path) -> str:
+    """The busybox image's name (import_images), from the node's busybox binary's own banner."""
+    banner = subprocess.run([str(bins / "busybox")], capture_output=True, text=True, check=False).stdout
+    return busybox_image(busybox_version(banner))
+
+
 def import_archive(bins: Path, node: RealNode, archive: Path) -> None:
     """An OCI archive (hack/ociimage.py, hack/productimage.py) into the node's containerd, for CRI."""
     run = _ctr(bins, node, "images", "import", "--platform", "linux/amd64", str(archive))
     if run.returncode != 0:
         raise SystemExit(f"error: ctr images import {archive} into {node.name}: {run.stderr.strip()}")
+
+
+def import_archive_once(bins: Path, node: RealNode, archive: Path) -> bool:
+    """``import_archive``, unless this very archive (path, size, mtime) went into the node's running
+    containerd before: a reused cluster's second ``make demo`` does not import 700 MiB again. The
+    record goes with the node (``stop``); images are cached by content, so a changed image is another
+    archive. Returns whether it imported."""
+    seen = Path(node.record) / IMPORTED_FILE
+    stat = archive.stat()
+    entry = f"{archive} {stat.st_size} {stat.st_mtime_ns}"
+    if seen.exists() and entry in seen.read_text().splitlines():
+        return False
+    import_archive(bins, node, archive)
+    with seen.open("a") as record:
+        record.write(entry + "\n")
+    return True
 
 
 def _ctr(bins: Path, node: RealNode, *args: str) -> subprocess.CompletedProcess[str]:

@@ -1,39 +1,73 @@
-"""The demo's application pods: their only Mooncake configuration is the dataset's runtime.sh, which
-the webhook mounts and names in ``FLUID_RUNTIME_CONFIG_PATH_{DS}``. Shared by ``make demo`` and the
-e2e round trip, so both run the same app the same way."""
+"""The demo's application: hack/demo/mooncake_app.py in the Mooncake image, its program mounted from
+a ConfigMap. Its only Mooncake configuration is the dataset's runtime.sh, which the webhook mounts and
+names in ``FLUID_RUNTIME_CONFIG_PATH_{DS}``. Shared by ``make demo`` and the real node's e2e test, so
+both run the same app the same way."""
 
 from __future__ import annotations
 
-import shlex
+import re
+import urllib.request
 from pathlib import Path
 from typing import Any
 
+import mooncakeimage
 from kubectl_fluid.api import names
 
-DEMO_DIR = Path(__file__).resolve().parent
-# Ignored by the pod runner (the venv's python runs the app), but what a real cluster would pull.
-IMAGE = "python:3.11-slim"
+APP = Path(__file__).resolve().parent / "mooncake_app.py"
+# The master's Prometheus port in the mooncake class (its metrics_port, 9003 unless set).
+MASTER_METRICS_PORT = 9003
+# The ConfigMap holding APP (kubectl create configmap CONFIG_MAP --from-file=APP), mounted at /app.
+CONFIG_MAP = "mooncake-app"
 
 
-def app_container(dataset: str, *args: str) -> dict[str, Any]:
-    """``mooncake_app.py ARGS`` after sourcing the dataset's runtime.sh (the shell-safe env name)."""
-    env_name = names.runtime_config_env_names(dataset)[-1]
-    script = f'. "${env_name}" && exec python mooncake_app.py {shlex.join(args)}'
-    return {"name": "app", "image": IMAGE, "command": ["sh", "-c", script], "workingDir": str(DEMO_DIR)}
+def sourced(dataset: str, command: str) -> str:
+    """``command`` in a shell that sourced the dataset's runtime.sh (the shell-safe env name)."""
+    return f'. "${names.runtime_config_env_names(dataset)[-1]}" && {command}'
 
 
-def injected_pod(name: str, dataset: str, *args: str, namespace: str | None = None) -> dict[str, Any]:
-    """A pod that asks the webhook for ``dataset``'s runtime config and runs the app with ``args``."""
-    meta: dict[str, Any] = {
-        "name": name,
-        "labels": {names.LABEL_INJECT: "true"},
-        "annotations": {names.ANNOTATION_DATASET: dataset},
-    }
-    if namespace:
-        meta["namespace"] = namespace
+def app_deployment(name: str, namespace: str, dataset: str, key: str) -> dict[str, Any]:
+    """An application that uses the cache when it is configured: a pod started with the dataset's
+    runtime config (after ``kubectl fluid inject``) sources runtime.sh and gets ``key`` once, which
+    its log shows; then it stays up for ``kubectl exec``. Runs as the image's non-root user."""
+    env = names.runtime_config_env_names(dataset)[-1]
+    script = (
+        f'if [ -n "${{{env}:-}}" ]; then . "${env}"; '
+        'echo "master ${MASTER_NAME}-0.${MASTER_SERVICE_NAME}"; '
+        f"python /app/{APP.name} get {key} || true; fi; exec sleep infinity"
+    )
+    labels = {"app": name}
     return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": meta,
-        "spec": {"containers": [app_container(dataset, *args)]},
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "terminationGracePeriodSeconds": 1,
+                    "containers": [
+                        {
+                            "name": "app",
+                            "image": mooncakeimage.NAME,
+                            "imagePullPolicy": "IfNotPresent",
+                            "command": ["sh", "-c", script],
+                            "volumeMounts": [{"name": "app", "mountPath": "/app"}],
+                        }
+                    ],
+                    "volumes": [{"name": "app", "configMap": {"name": CONFIG_MAP}}],
+                },
+            },
+        },
     }
+
+
+def master_metrics(host: str, port: int = MASTER_METRICS_PORT, timeout: float = 5) -> dict[str, float]:
+    """The Mooncake master's Prometheus samples, summed per metric name over their labels."""
+    with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=timeout) as r:
+        text = r.read().decode()
+    out: dict[str, float] = {}
+    for name, value in re.findall(r"^([a-z_]+)(?:\{[^}]*\})? (\S+)$", text, re.M):
+        out[name] = out.get(name, 0.0) + float(value)
+    return out

@@ -1,18 +1,22 @@
-"""``make demo``: both data paths of kubectl-fluid on the local cluster, narrated, with real traffic.
+"""``make demo``: both data paths of kubectl-fluid on the local cluster, narrated, with real traffic,
+on a real node as a user runs them.
 
-1. Clientless: a Mooncake dataset's runtime config rendered by the controller, injected into an app
-   Deployment by ``kubectl fluid inject``, and used by the app's own command (it only sources
-   runtime.sh) to put a value through a real ``mooncake_master``; a second app pod gets it back.
-2. FUSE: on the test bed's real Curvine (master and worker started by ``make up``), a PVC of the
-   ``curvine`` StorageClass (provisioned by the real csi-provisioner: its directory made in Curvine)
-   used by two pods on one node share one real curvine-fuse (``kubectl fluid mounts``); a file
-   written through one pod's volume is read through the other's, and through a curvine-fuse of its
-   own mounting the volume's directory; once both pods are gone the FUSE mount is gone too. Without
-   Curvine's binaries ``make up`` runs the development stand-in, and so does this.
+0. The cluster is shaped as a user's (hack/userscluster.py): one real kubelet + containerd node, the
+   product's image imported. kubectl-fluid is deployed as users deploy it, ``kubectl apply -k
+   manifests/``: the controller, the webhook (its certificate bootstrapped from its pod), the CSI
+   controller with csi-provisioner, and the CSI node DaemonSet, which registers with kubelet itself.
+1. Clientless: the mooncake samples (CacheRuntimeClass, Dataset, CacheRuntime), whose master and
+   worker run as real pods from the Mooncake image. An app Deployment is injected with
+   ``kubectl fluid inject --wait``; inside its container a shell sources runtime.sh and puts a value
+   through Mooncake; a second replica gets it back at its start (its log) and through ``kubectl exec``.
+2. FUSE: a PVC of the sample ``curvine`` StorageClass (csi-provisioner → CreateVolume) mounted by two
+   busybox pods on the node. One FUSE pod serves both (``kubectl fluid mounts``); a file written in one
+   container is read in the other; the FUSE pod is deleted and the running containers read the file
+   again through its replacement; once both pods are gone the FUSE pod is gone and nothing of the
+   volume stays mounted. The FUSE program is the image's curvine-fuse-standin (no Curvine image here).
 
-kwok runs no containers: the pods whose commands matter (the Mooncake master and worker, the apps)
-run through hack/podrunner.py as local processes, from their *stored* specs. Everything printed is
-the output of what ran. Exits non-zero at the first step that does not do what it says.
+Every pod is a real container on the real node; everything printed is the output of what ran. Exits
+non-zero at the first step that does not do what it says.
 """
 
 from __future__ import annotations
@@ -22,29 +26,30 @@ import json
 import os
 import secrets
 import shlex
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from podrunner import PodProcess, PodResult, find_kubectl, run_pod, start_pod
 
-import curvinebins
-import curvinecluster
-from demo.apps import app_container, injected_pod
+import localcluster
+import realnode
+from demo.apps import APP, CONFIG_MAP, app_deployment, master_metrics, sourced
 from kubectl_fluid.api import names
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 NS = "fluid-demo"
 DS = "demo"
-NODE = "kwok-node-0"
+NODE = f"{realnode.NAME_PREFIX}0"
+SYSTEM = "fluid-system"
+APP_NAME = "demo-app"
+KEY = "greeting"
+SAMPLES = REPO / "manifests" / "samples"
 T = TypeVar("T")
 
 
@@ -67,7 +72,11 @@ class Cluster:
     def __init__(self, kubeconfig: Path, state_dir: Path) -> None:
         self.kubeconfig = kubeconfig
         self.state_dir = state_dir
-        self.kubectl_bin = find_kubectl()
+        cluster = localcluster.Cluster.load(state_dir)
+        if cluster is None:
+            raise DemoError(f"no cluster in {state_dir}: run `make demo`, which starts it")
+        self.cluster = cluster
+        self.kubectl_bin = str(Path(cluster.bin_dir) / "kubectl")
         # `kubectl fluid` finds the plugin on PATH, as it would for an operator.
         self.env = {
             **os.environ,
@@ -114,200 +123,145 @@ def eventually(check: Callable[[], T | None], what: str, timeout: float = 60) ->
     raise DemoError(f"timed out after {timeout:.0f}s waiting for {what} (last seen: {last!r})")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+def ready(pod: dict[str, Any]) -> bool:
+    conditions = pod.get("status", {}).get("conditions", [])
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def pod_ready(k: Cluster, namespace: str, name: str) -> dict[str, Any]:
+    """The pod once Ready; until then an error saying why each container waits (a timeout shows it)."""
+    pod: dict[str, Any] = k.get_json("pod", name, "-n", namespace)
+    if ready(pod):
+        return pod
+    waiting = {
+        c["name"]: c["state"]["waiting"].get("reason")
+        for c in pod.get("status", {}).get("containerStatuses", [])
+        if "waiting" in c.get("state", {})
+    }
+    raise DemoError(f"pod {name} {pod.get('status', {}).get('phase')}, waiting: {waiting}")
+
+
+def in_namespace(path: Path, namespace: str) -> list[dict[str, Any]]:
+    """A sample's objects as its file has them, moved to the demo's namespace."""
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    for doc in docs:
+        if "namespace" in doc.get("metadata", {}):
+            doc["metadata"]["namespace"] = namespace
+    return docs
+
+
+# ------------------------------------------------------------------ deploy
+
+
+def deploy(k: Cluster) -> None:
+    step("kubectl-fluid deployed as users deploy it: its image is on the node, its manifests applied")
+    k.run("get", "nodes", "-o", "wide")
+    k.run("apply", "-k", str(REPO / "manifests"))
+    # kubectl's own progress lines while each workload rolls out (the first start takes a minute:
+    # every container waits for its startupProbe).
+    for workload in ("deployment/fluid-controller", "deployment/fluid-webhook",
+                     "deployment/fluid-csi-controller", "daemonset/fluid-csi-node"):  # fmt: skip
+        k.run("rollout", "status", "-n", SYSTEM, workload, "--timeout=300s")
+
+    def bootstrapped() -> bool:
+        hooks = k.get_json("mutatingwebhookconfiguration", "fluid-pod-admission-webhook")["webhooks"]
+        return all(h["clientConfig"].get("caBundle") for h in hooks)
+
+    eventually(bootstrapped, "the webhook's caBundle, written by its pod", timeout=120)
+    say("the webhook bootstrapped its certificate and wrote its CA into its configuration")
+    drivers = eventually(
+        lambda: k.get_json("csinode", NODE)["spec"].get("drivers"), "the CSI driver registered with kubelet"
+    )
+    say(f"kubelet on {NODE} registered CSI driver(s): {', '.join(d['name'] for d in drivers)}")
+    k.run("get", "pods", "-n", SYSTEM, "-o", "wide")
 
 
 # ------------------------------------------------------------------ clientless
 
 
 def clientless(k: Cluster) -> None:
-    step("Clientless data path: a Mooncake dataset whose config is injected into app pods")
-    rpc, metrics, worker_port = free_port(), free_port(), free_port()
-    k.run("apply", "-f", str(REPO / "manifests" / "samples" / "cacheruntimeclass-mooncake.yaml"))
-    dataset = {
-        "apiVersion": names.API_VERSION,
-        "kind": "Dataset",
-        "metadata": {"name": DS, "namespace": NS},
-        "spec": {"mounts": [{"name": "default", "mountPoint": "local:///demo"}]},
-    }
-    runtime = {
-        "apiVersion": names.API_VERSION,
-        "kind": "CacheRuntime",
-        "metadata": {"name": DS, "namespace": NS},
-        "spec": {
-            "runtimeClassName": "mooncake",
-            # Loopback and free ports: the master runs on this machine, beside whatever else does.
-            "master": {
-                "replicas": 1,
-                "options": {
-                    "rpc_address": "127.0.0.1",
-                    "rpc_port": str(rpc),
-                    "metrics_host": "127.0.0.1",
-                    "metrics_port": str(metrics),
-                },
-            },
-            "worker": {
-                "replicas": 1,
-                "options": {"port": str(worker_port)},
-                "tieredStore": {"levels": [{"processMemory": {"quota": "64Mi"}}]},
-            },
-        },
-    }
-    k.apply(dataset, runtime)
+    step("Clientless data path: the Mooncake samples, master and worker as real pods")
+    k.run("apply", "-f", str(SAMPLES / "cacheruntimeclass-mooncake.yaml"))
+    k.apply(*in_namespace(SAMPLES / "dataset-mooncake.yaml", NS))
+    master = eventually(lambda: pod_ready(k, NS, f"{DS}-master-0"), "the Mooncake master Ready", 240)
+    eventually(lambda: pod_ready(k, NS, f"{DS}-worker-0"), "the Mooncake worker Ready", 240)
     eventually(
         lambda: k.get_json("dataset", DS, "-n", NS).get("status", {}).get("phase") == "Bound",
         f"Dataset {DS} Bound",
     )
     k.run("get", "dataset,cacheruntime", "-n", NS)
+    k.run("get", "pods", "-n", NS, "-o", "wide")
+    master_ip = str(master["status"]["podIP"])
+    segment = eventually(
+        lambda: master_metrics(master_ip).get("segment_total_capacity_bytes"),
+        "the worker's segment mounted at the master",
+        timeout=120,
+    )
+    say(f"the worker found the master by its DNS name and gave it a {int(segment) >> 20} MiB segment")
 
     step("The runtime config the controller rendered, as a pod will source it")
     k.run("fluid", "config", "show", DS, "-n", NS)
 
     step("An app Deployment, then `kubectl fluid inject` to give its pods the dataset's config")
-    put_value = f"hello from demo-app {secrets.token_hex(3)}"
-    k.apply(app_deployment(put_value))
-    k.run("fluid", "inject", "deploy/demo-app", "--dataset", DS, "-n", NS, "--wait")
-
-    def first_injected() -> str | None:
-        pods = k.get_json("pods", "-n", NS, "-l", "app=demo-app")["items"]
-        for pod in pods:
-            if pod["metadata"].get("deletionTimestamp"):
-                continue
-            volumes = [v["name"] for v in pod["spec"].get("volumes", [])]
-            if names.runtime_config_volume(DS) in volumes:
-                return str(pod["metadata"]["name"])
-        return None
-
-    writer = eventually(first_injected, "a demo-app pod carrying the injected config")
-    say(f"the injected part of the stored pod {writer}:")
+    k.run("create", "configmap", CONFIG_MAP, "-n", NS, f"--from-file={APP}")
+    k.apply(app_deployment(APP_NAME, NS, DS, KEY))
+    k.run("fluid", "inject", f"deploy/{APP_NAME}", "--dataset", DS, "-n", NS, "--wait")
+    [writer] = eventually(lambda: app_pods(k), "the injected app pod Ready", timeout=120)
+    say(f"the injected part of pod {writer}, as the webhook admitted it:")
     k.run(
         "get", "pod", writer, "-n", NS, "-o",
         "jsonpath={range .spec.containers[0].env[*]}env   {.name}={.value}{'\\n'}{end}"
         "{range .spec.containers[0].volumeMounts[*]}mount {.mountPath} ({.name}){'\\n'}{end}",
     )  # fmt: skip
 
-    image_env = {"PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"}
-    with ExitStack() as stack:
-        step("The Mooncake master and worker: the stored pods' commands, run as local processes")
-        master = stack.enter_context(
-            start_pod(k.kubeconfig, NS, f"{DS}-master-0", env=image_env, echo=False, prefix="[master] ")
-        )
-        wait_port(rpc, master, "mooncake_master's RPC port")
-        say(f"mooncake_master serving on 127.0.0.1:{rpc} (pid {master.pid})")
-        worker = stack.enter_context(
-            start_pod(k.kubeconfig, NS, f"{DS}-worker-0", env=image_env, echo=False, prefix="[worker] ")
-        )
-        eventually(
-            lambda: master_metric(metrics, "segment_total_capacity_bytes") == 64 << 20 or _alive(worker),
-            "the worker's 64 MiB segment at the master",
-        )
-        say(f"mooncake_client (worker) holds a 64 MiB segment (pid {worker.pid})")
+    step(f"Inside {writer}: source runtime.sh, then put a value through Mooncake")
+    exec_app(k, writer, 'getent hosts "${MASTER_NAME}-0.${MASTER_SERVICE_NAME}"')
+    value = f"hello from {writer} {secrets.token_hex(3)}"
+    exec_app(k, writer, f"python /app/{APP.name} put {KEY} {shlex.quote(value)}")
+    keys = eventually(lambda: master_metrics(master_ip).get("master_key_count"), "the key at the master", 30)
+    say(f"the master now holds {keys:.0f} key(s)")
 
-        step(f"demo-app's own command (pod {writer}): source runtime.sh, put a value through Mooncake")
-        put = app_run(k, writer, image_env)
-        if put.returncode != 0:
-            raise DemoError(f"the app pod {writer} failed to put: exit {put.returncode}")
-        say(
-            f"master now holds {master_metric(metrics, 'master_key_count'):.0f} key(s); the writer has exited"
-        )
-
-        step("A second app pod, labelled for injection, gets the value back")
-        k.apply(injected_pod("demo-reader", DS, "get", "greeting", namespace=NS))
-        got = app_run(k, "demo-reader", image_env)
-        if got.returncode != 0 or got.stdout.strip() != put_value:
-            raise DemoError(
-                f"read back {got.stdout.strip()!r} (exit {got.returncode}), expected {put_value!r}"
-            )
-        say(f"read back through Mooncake: {got.stdout.strip()!r}")
-    say("master and worker stopped")
-
-
-def app_run(k: Cluster, pod: str, image_env: dict[str, str]) -> PodResult:
-    """Run an app pod's command; show what the app says (its stdout and its own log lines) and keep
-    Mooncake's library logging for when something fails."""
-    result = run_pod(k.kubeconfig, NS, pod, env=image_env, echo=False, timeout=120)
-    lines = [*result.stdout.splitlines(), *(x for x in result.stderr.splitlines() if "[mooncake-app]" in x)]
-    for line in (
-        lines if result.returncode == 0 else [*result.stdout.splitlines(), *result.stderr.splitlines()]
-    ):
-        print(f"[{pod}] {line}", flush=True)
-    return result
-
-
-def app_deployment(value: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "demo-app", "namespace": NS},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"app": "demo-app"}},
-            "template": {
-                "metadata": {"labels": {"app": "demo-app"}},
-                "spec": {"containers": [app_container(DS, "put", "greeting", value)]},
-            },
-        },
-    }
-
-
-def _alive(proc: PodProcess) -> bool:
-    if proc.poll() is not None:
-        raise DemoError(f"{proc.plan.pod} exited ({proc.returncode}): {proc.stderr[-1500:]}")
-    return False
-
-
-def wait_port(port: int, proc: PodProcess, what: str) -> None:
-    def open_() -> bool:
-        _alive(proc)
-        with socket.socket() as s:
-            s.settimeout(0.5)
-            return s.connect_ex(("127.0.0.1", port)) == 0
-
-    eventually(open_, what, timeout=60)
-
-
-def master_metric(port: int, name: str) -> float:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
-        text = r.read().decode()
-    return sum(
-        float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line.startswith(name) and line[len(name) : len(name) + 1] in ("{", " ")
+    step("A second replica gets the value back: at its start (its log), and through kubectl exec")
+    k.run("scale", "-n", NS, f"deploy/{APP_NAME}", "--replicas=2")
+    both: list[str] = eventually(lambda: (ps := app_pods(k))[1:] and ps, "a second app pod Ready", 120)
+    reader = both[1]
+    eventually(
+        lambda: value in k.run("logs", "-n", NS, reader, "-c", "app", show=False),
+        f"{reader}'s log showing the value",
     )
+    k.run("logs", "-n", NS, reader, "-c", "app")
+    got = exec_app(k, reader, f"python /app/{APP.name} get {KEY}").strip()
+    if got != value:
+        raise DemoError(f"{reader} read back {got!r}, expected {value!r}")
+    say(f"read back through Mooncake: {got!r}")
+
+
+def app_pods(k: Cluster) -> list[str]:
+    """The app's Ready pods that carry the dataset's config, oldest first."""
+    listed = k.get_json("pods", "-n", NS, "-l", f"app={APP_NAME}")["items"]
+    live = [
+        p
+        for p in listed
+        if not p["metadata"].get("deletionTimestamp")
+        and ready(p)
+        and names.runtime_config_volume(DS) in [v["name"] for v in p["spec"].get("volumes", [])]
+    ]
+    return [p["metadata"]["name"] for p in sorted(live, key=lambda p: p["metadata"]["creationTimestamp"])]
+
+
+def exec_app(k: Cluster, pod: str, command: str) -> str:
+    """``command`` in a shell of the app container that sourced the dataset's runtime.sh."""
+    return k.run("exec", "-n", NS, pod, "-c", "app", "--", "sh", "-c", sourced(DS, command))
 
 
 # ------------------------------------------------------------------ FUSE
 
 
-def curvine(k: Cluster) -> curvinecluster.Layout | None:
-    """The real Curvine ``make up`` started, None when it runs the stand-in."""
-    layout = curvinecluster.Layout(k.state_dir / "curvine", curvinebins.cache_dir())
-    return layout if layout.config.exists() and curvinebins.cached() else None
-
-
-def storage_class(layout: curvinecluster.Layout | None) -> dict[str, Any]:
-    """The sample StorageClass, its master-addrs the test bed's Curvine master."""
-    sc: dict[str, Any] = yaml.safe_load(
-        (REPO / "manifests" / "samples" / "storageclass-curvine.yaml").read_text()
-    )
-    if layout is not None:
-        sc["parameters"][names.PARAM_MASTER_ADDRS] = layout.master_addrs()
-    return sc
-
-
 def fuse(k: Cluster) -> None:
-    layout = curvine(k)
-    step("FUSE data path: one PVC, two pods on one node, one shared FUSE mount")
-    if layout is None:
-        say("no real Curvine in this test bed: the FUSE program is the development stand-in")
-    else:
-        say(f"Curvine {curvinebins.version()}: master {layout.master_addrs()} and a worker, from make up")
-    # A StorageClass's parameters are immutable: one left from a test bed on other ports goes first.
+    step("FUSE data path: one PVC, two pods on the node, one shared FUSE pod")
+    # A StorageClass's parameters are immutable: one of another version of the sample goes first.
     k.run("delete", "storageclass", "curvine", "--ignore-not-found", show=False)
-    k.apply(storage_class(layout))
+    k.run("apply", "-f", str(SAMPLES / "storageclass-curvine.yaml"))
     claim = {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
@@ -318,12 +272,15 @@ def fuse(k: Cluster) -> None:
             "resources": {"requests": {"storage": "1Gi"}},
         },
     }
-    k.apply(claim, volume_pod("reader-a"), volume_pod("reader-b"))
+    busybox = realnode.busybox_of(realnode.node_bins())
+    k.apply(claim, volume_pod("reader-a", busybox), volume_pod("reader-b", busybox))
     eventually(
         lambda: k.get_json("pvc", "shared", "-n", NS).get("status", {}).get("phase") == "Bound",
         "PVC shared Bound (csi-provisioner → CreateVolume)",
     )
     k.run("get", "pvc", "shared", "-n", NS)
+    for name in ("reader-a", "reader-b"):
+        eventually(lambda n=name: pod_ready(k, NS, n), f"pod {name} Running with its volume", 180)  # type: ignore[misc]
 
     def one_mount_two_targets() -> dict[str, Any] | None:
         items = k.get_json("fusemounts", "-l", names.fuse_mount_node_selector(NODE))["items"]
@@ -334,60 +291,92 @@ def fuse(k: Cluster) -> None:
         return items[0] if status.get("phase") == "Ready" and len(targets) == 2 else None
 
     mount = eventually(one_mount_two_targets, "one FuseMount with both pods' targets")
+    # What must be unmounted at the end: the key's FUSE and staging, the pods' targets.
+    marks = [
+        mount["spec"]["mountKey"],
+        *(k.get_json("pod", n, "-n", NS)["metadata"]["uid"] for n in ("reader-a", "reader-b")),
+    ]
     k.run("fluid", "mounts")
     k.run("fluid", "mounts", "-o", "wide")
-    if mount["status"]["refCount"] != 1:
-        raise DemoError(f"refcount {mount['status']['refCount']}, expected 1")
+    k.run("get", "pods", "-n", SYSTEM, "-l", names.LABEL_MOUNT_KEY, "-o", "wide")
 
-    step("A file written through reader-a's volume is read through reader-b's")
-    pv = k.get_json("pvc", "shared", "-n", NS)["spec"]["volumeName"]
-    kubelet_root = k.state_dir / "nodes" / NODE / "kubelet"
-    uid = {n: k.get_json("pod", n, "-n", NS)["metadata"]["uid"] for n in ("reader-a", "reader-b")}
-    target_a = Path(names.csi_publish_target(uid["reader-a"], pv, str(kubelet_root)))
-    target_b = Path(names.csi_publish_target(uid["reader-b"], pv, str(kubelet_root)))
-    text = f"written through reader-a at {time.strftime('%H:%M:%S')}"
-    (target_a / "hello.txt").write_text(text + "\n")
-    say(f"reader-a's volume (as kubelet mounted it): {target_a}")
-    say(f"reader-b reads: {(target_b / 'hello.txt').read_text().strip()!r}")
-    if (target_b / "hello.txt").read_text().strip() != text:
-        raise DemoError("reader-b did not see reader-a's file")
-    if layout is not None:
-        independent(k, layout, pv, text)
+    step("A file written in reader-a's container is read in reader-b's")
+    text = f"written in reader-a at {time.strftime('%H:%M:%S')}"
+    k.run("exec", "-n", NS, "reader-a", "--", "sh", "-c", f"echo {shlex.quote(text)} > /data/hello.txt")
+    seen = k.run("exec", "-n", NS, "reader-b", "--", "cat", "/data/hello.txt").strip()
+    if seen != text:
+        raise DemoError(f"reader-b read {seen!r}, expected {text!r}")
 
-    step("Deleting both pods: targets unpublished, the volume unstaged, FUSE stopped")
+    recovery(k, text)
+
+    step("Deleting both pods: targets unpublished, the volume unstaged, the FUSE pod stopped")
     k.run("delete", "pod", "reader-a", "reader-b", "-n", NS, "--wait=true")
+    eventually(lambda: not fuse_pods(k), "the FUSE pod gone", timeout=120)
     eventually(
         lambda: not k.get_json("fusemounts", "-l", names.fuse_mount_node_selector(NODE))["items"],
         "the FuseMount gone",
     )
     k.run("fluid", "mounts")
-    left = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
-    still = [p for p in left if p.startswith(str(kubelet_root))]
-    if still:
-        raise DemoError(f"mounts left under {kubelet_root}: {still}")
+    node = realnode.RealNode.load(k.state_dir / realnode.NODES_DIR / NODE)
+    if node is None:
+        raise DemoError(f"no record of {NODE} in {k.state_dir}")
+    left: list[str] = []
+
+    def nothing_left() -> bool:
+        with open("/proc/self/mountinfo") as table:
+            host = [line.split()[4] for line in table]
+        left[:] = [p for p in host + realnode.namespace_mounts(k.cluster, node) if any(m in p for m in marks)]
+        return not left
+
+    try:
+        eventually(nothing_left, "nothing of the volume mounted, on the host or in the node", timeout=60)
+    except DemoError as err:
+        raise DemoError(f"{err}; still mounted: {left}") from None
     say("no FUSE mount and no bind mount left on the node")
 
 
-def independent(k: Cluster, layout: curvinecluster.Layout, pv: str, text: str) -> None:
-    """A curvine-fuse of its own, not the driver's, on the volume's directory in Curvine."""
-    curvine_path = k.get_json("pv", pv)["spec"]["csi"]["volumeAttributes"][names.PARAM_CURVINE_PATH]
-    step(f"A curvine-fuse of its own (not the driver's) mounting {curvine_path} reads the same file")
-    mnt = k.state_dir / "demo-independent" / "fuse-mount"
-    with curvinecluster.mounted(layout, curvine_path, mnt) as fuse:
-        seen = (mnt / "hello.txt").read_text().strip()
-        say(f"curvine-fuse pid {fuse.pid} --fs-path {curvine_path}: hello.txt says {seen!r}")
-    if seen != text:
-        raise DemoError(f"the independent curvine-fuse read {seen!r}, expected {text!r}")
+def recovery(k: Cluster, text: str) -> None:
+    step("The FUSE pod is deleted: the node service starts another, the running containers read on")
+    [old] = fuse_pods(k)
+    t0 = time.monotonic()
+    k.run("delete", "pod", "-n", SYSTEM, old, "--wait=false")
+    eventually(lambda: (now := fuse_pods(k)) and now != [old], "the FUSE pod replaced", timeout=120)
+    for name in ("reader-a", "reader-b"):
+        eventually(
+            lambda n=name: (
+                k.run("exec", "-n", NS, n, "--", "cat", "/data/hello.txt", show=False).strip() == text
+            ),  # type: ignore[misc]
+            f"{name} reading the file again",
+            timeout=120,
+        )
+    say(f"both containers read the file again {time.monotonic() - t0:.1f}s after the delete, not restarted:")
+    k.run("get", "pods", "-n", NS, "reader-a", "reader-b")
 
 
-def volume_pod(name: str) -> dict[str, Any]:
+def fuse_pods(k: Cluster) -> list[str]:
+    listed = k.get_json("pods", "-n", SYSTEM, "-l", names.LABEL_MOUNT_KEY)["items"]
+    return [p["metadata"]["name"] for p in listed if p.get("status", {}).get("phase") == "Running"]
+
+
+def volume_pod(name: str, busybox: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": NS},
         "spec": {
-            "nodeSelector": {"kubernetes.io/hostname": NODE},
-            "containers": [{"name": "app", "image": "busybox", "command": ["sleep", "infinity"]}],
+            "terminationGracePeriodSeconds": 1,
+            "containers": [
+                {
+                    "name": "app",
+                    "image": busybox,
+                    "imagePullPolicy": "IfNotPresent",
+                    "command": ["sh", "-c", f"echo {name} up; exec sleep 100000"],
+                    # A FUSE mounted again reaches the running container.
+                    "volumeMounts": [
+                        {"name": "data", "mountPath": "/data", "mountPropagation": "HostToContainer"}
+                    ],
+                }
+            ],
             "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "shared"}}],
         },
     }
@@ -400,7 +389,7 @@ def volume_pod(name: str) -> dict[str, Any]:
 def demo_namespace(k: Cluster) -> Iterator[None]:
     # A namespace of its own, fresh every run, so a second `make demo` starts clean.
     if k.run("get", "namespace", NS, "--ignore-not-found", "-o", "name", show=False).strip():
-        k.run("delete", "namespace", NS, "--wait=true", show=False)
+        k.run("delete", "namespace", NS, "--wait=true", "--timeout=300s", show=False)
     k.run("create", "namespace", NS)
     try:
         yield
@@ -413,9 +402,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--state-dir", type=Path, default=REPO / ".dev")
     args = p.parse_args(argv)
     state_dir = args.state_dir.resolve()
-    k = Cluster(state_dir / "kubeconfig", state_dir)
     t0 = time.monotonic()
     try:
+        k = Cluster(state_dir / "kubeconfig", state_dir)
+        deploy(k)
         with demo_namespace(k):
             clientless(k)
             fuse(k)

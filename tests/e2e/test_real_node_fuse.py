@@ -211,6 +211,11 @@ def test_standalone_fuse_pod_is_a_real_pod_and_mounts_shows_refcount_two(bed: Be
     kubectl(bed.kc, "-n", SYSTEM, "logs", fuse["metadata"]["name"])
     assert names.fuse_mount_path(bed.key) in json.dumps(fuse["spec"]["containers"][0])
     eventually(lambda: refs(bed) == 2, "kubectl fluid mounts: the real node's key with REFS 2")
+    [mirrored] = [m for m in mounts_json(bed) if m["spec"]["mountKey"] == bed.key]
+    assert mirrored["status"]["podName"] == fuse["metadata"]["name"]
+    assert mirrored["spec"]["mode"] == "standalone"
+    command = fuse["spec"]["containers"][0]["command"]
+    assert command[command.index("--master-addrs") + 1] == mirrored["spec"]["masterAddrs"]
     table = ok(kubectl_fluid(bed.kc, "mounts", "--node", NODE))
     assert NODE in table, table
     assert "standalone" in table, table

@@ -23,16 +23,14 @@ import pytest
 
 import localcluster
 import realnode
+from demo.apps import APP, CONFIG_MAP, app_deployment, master_metrics, sourced
 from kubectl_fluid.api import names
 from tests.e2e.fluid import MANIFESTS, kubectl
 from tests.e2e.test_cli_inject import kubectl_fluid, ok
-from tests.e2e.test_mooncake import master_metrics
 from tests.e2e.test_real_node_product import get, pods, ready
 from tests.e2e.users_cluster import users_cluster, why_no_users_cluster
 from tests.e2e.wait import eventually
 
-REPO = Path(__file__).resolve().parents[2]
-APP = REPO / "hack" / "demo" / "mooncake_app.py"
 DS = "demo"  # the sample Dataset's name (manifests/samples/dataset-mooncake.yaml)
 MASTER, WORKER = f"{DS}-master-0", f"{DS}-worker-0"
 KEY = "greeting"
@@ -72,7 +70,7 @@ def running_on_the_real_node(kubeconfig: Path, name: str) -> Any:
 
 def metrics(ip: str) -> dict[str, float]:
     """The master's samples, read from the host over the node's bridge (slower than loopback)."""
-    return master_metrics(9003, ip, timeout=5)
+    return master_metrics(ip)
 
 
 def log_with(kubeconfig: Path, pod: str, text: str) -> str:
@@ -83,50 +81,6 @@ def log_with(kubeconfig: Path, pod: str, text: str) -> str:
 
 def any_ready(kubeconfig: Path, app: str) -> bool:
     return any(ready(p) for p in pods(kubeconfig, app))
-
-
-def app_deployment() -> dict[str, object]:
-    """An application that uses the cache when it is configured: a pod started with the dataset's
-    runtime config (after ``kubectl fluid inject``) sources runtime.sh and gets the key once, which
-    its log shows; then it stays up for ``kubectl exec``. Runs as the image's non-root user."""
-    env = names.runtime_config_env_names(DS)[-1]
-    script = (
-        f'if [ -n "${{{env}:-}}" ]; then . "${env}"; '
-        'echo "master ${MASTER_NAME}-0.${MASTER_SERVICE_NAME}"; '
-        f"python /app/mooncake_app.py get {KEY} || true; fi; exec sleep infinity"
-    )
-    labels = {"app": "app"}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "app", "namespace": "default"},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {
-                    "terminationGracePeriodSeconds": 1,
-                    "containers": [
-                        {
-                            "name": "app",
-                            "image": mooncake_image(),
-                            "imagePullPolicy": "IfNotPresent",
-                            "command": ["sh", "-c", script],
-                            "volumeMounts": [{"name": "app", "mountPath": "/app"}],
-                        }
-                    ],
-                    "volumes": [{"name": "app", "configMap": {"name": "mooncake-app"}}],
-                },
-            },
-        },
-    }
-
-
-def mooncake_image() -> str:
-    import mooncakeimage
-
-    return mooncakeimage.NAME
 
 
 def app_pods(kubeconfig: Path) -> list[Any]:
@@ -144,9 +98,8 @@ def app_pods(kubeconfig: Path) -> list[Any]:
 
 def in_app(kubeconfig: Path, pod: str, command: str) -> str:
     """``command`` in a shell of the app container that sourced the dataset's runtime.sh."""
-    env = names.runtime_config_env_names(DS)[-1]
     return kubectl(
-        kubeconfig, "exec", "-n", "default", pod, "-c", "app", "--", "sh", "-c", f'. "${env}" && {command}'
+        kubeconfig, "exec", "-n", "default", pod, "-c", "app", "--", "sh", "-c", sourced(DS, command)
     )
 
 
@@ -193,8 +146,8 @@ def test_mooncake_master_worker_and_injected_apps_on_the_real_node(cluster: loca
     print(f"{WORKER} restarts: {worker['status']['containerStatuses'][0]['restartCount']}")
 
     # The application: its program from a ConfigMap, its Deployment, then the plugin's injection.
-    kubectl(kc, "create", "configmap", "mooncake-app", "-n", "default", f"--from-file={APP}")
-    kubectl(kc, "apply", "-f", "-", stdin=json.dumps(app_deployment()))
+    kubectl(kc, "create", "configmap", CONFIG_MAP, "-n", "default", f"--from-file={APP}")
+    kubectl(kc, "apply", "-f", "-", stdin=json.dumps(app_deployment("app", "default", DS, KEY)))
     t2 = time.monotonic()
     out = ok(
         kubectl_fluid(kc, "inject", "deploy/app", "--dataset", DS, "-n", "default", "--wait", timeout=300)

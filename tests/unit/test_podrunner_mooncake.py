@@ -17,9 +17,9 @@ from typing import Any
 import podrunner
 import pytest
 import yaml
-from demo import mooncake_app
 
 from controller.desired import desired_children
+from demo import mooncake_app
 from kubectl_fluid.api import names
 from kubectl_fluid.api.cacheruntime import CacheRuntime
 from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass
