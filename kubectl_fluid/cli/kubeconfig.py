@@ -74,6 +74,19 @@ CONTEXT_FIELDS = frozenset({"cluster", "user", "namespace", "extensions"})
 EXEC_FIELDS = frozenset(
     {"command", "args", "env", "apiVersion", "installHint", "provideClusterInfo", "interactiveMode"}
 )
+# The settings of the oidc auth-provider's config (client-go's plugin/pkg/client/auth/oidc).
+OIDC_FIELDS = frozenset(
+    {
+        "client-id",
+        "client-secret",
+        "id-token",
+        "refresh-token",
+        "idp-issuer-url",
+        "idp-certificate-authority",
+        "idp-certificate-authority-data",
+        "extra-scopes",
+    }
+)
 EXEC_EXTENSION = "client.authentication.k8s.io/exec"
 INTERACTIVE_MODES = ("Never", "IfAvailable", "Always")
 # The auth-providers kubectl removed, and what replaced each.
@@ -274,12 +287,10 @@ def resolve(merged: Merged, context: str | None, source: str) -> Access:
         auth_provider=_auth_provider(user.get("auth-provider"), user_name, merged.user_files.get(user_name)),
     )
     if credentials.auth_provider is not None:
-        from kubectl_fluid.cli import oidc
-
         where = f"the oidc auth-provider of {owner}"
         warnings += [
             f'key "{k}" of {where} in {source} is not an oidc setting; ignored'
-            for k in oidc.unknown_keys(credentials.auth_provider.config)
+            for k in sorted(k for k in credentials.auth_provider.config if k not in OIDC_FIELDS)
         ]
     return Access(
         server=server.rstrip("/"),

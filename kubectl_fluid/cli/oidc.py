@@ -21,22 +21,10 @@ from typing import Any
 from urllib.parse import urlencode
 
 from kubectl_fluid.cli.errors import CliError
-from kubectl_fluid.cli.kubeconfig import AuthProvider
+from kubectl_fluid.cli.kubeconfig import AuthProvider, parse
 
 ID_TOKEN = "id-token"
 REFRESH_TOKEN = "refresh-token"
-KNOWN = frozenset(
-    {
-        "client-id",
-        "client-secret",
-        ID_TOKEN,
-        REFRESH_TOKEN,
-        "idp-issuer-url",
-        "idp-certificate-authority",
-        "idp-certificate-authority-data",
-        "extra-scopes",
-    }
-)
 JSON = "application/json"
 EXPIRY_DELTA = 10.0  # client-go's: a token this close to its expiry is refreshed
 
@@ -53,10 +41,6 @@ def expired(id_token: str, now: float) -> bool:
     except (ValueError, AttributeError, TypeError):
         raise CliError("the id-token of the oidc auth-provider has no readable claims") from None
     return now + EXPIRY_DELTA >= exp
-
-
-def unknown_keys(config: Mapping[str, str]) -> list[str]:
-    return sorted(k for k in config if k not in KNOWN)
 
 
 def token(provider: AuthProvider, now: float | None = None) -> str:
@@ -166,8 +150,6 @@ def persist(path: Path, user: str, updated: Mapping[str, str]) -> None:
     file's mode kept), as kubectl's persister does. The file is rewritten from its parsed content, so
     comments are lost, as with kubectl."""
     import yaml
-
-    from kubectl_fluid.cli.kubeconfig import parse
 
     text = path.read_text()
     document = parse(text, str(path))
