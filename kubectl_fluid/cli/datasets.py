@@ -20,7 +20,8 @@ from typing import Any
 
 import click
 
-from kubectl_fluid.cli.settings import Settings, kube_command
+from kubectl_fluid.cli.flags import kube_command
+from kubectl_fluid.cli.settings import Settings
 
 CLIENTLESS = "Clientless"
 FUSE = "FUSE"

@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kubectl_fluid.cli import complete
+from kubectl_fluid.cli import completers
 from kubectl_fluid.cli.errors import CliError
-from kubectl_fluid.cli.settings import Settings, kube_command
+from kubectl_fluid.cli.flags import kube_command
+from kubectl_fluid.cli.settings import Settings
 
 if TYPE_CHECKING:
     from kubectl_fluid.cli.diagnosis import Facts
@@ -38,7 +39,7 @@ def parse_pod(args: tuple[str, ...] | list[str]) -> str:
 
 
 @click.command(epilog="\b\nExamples:\n  kubectl fluid explain pod/app-5d9c7-x2x8v -n team-a")
-@click.argument("pod", nargs=-1, required=True, shell_complete=complete.pods)
+@click.argument("pod", nargs=-1, required=True, shell_complete=completers.pods)
 @kube_command(outputs=("json", "yaml", "name"))
 def explain(pod: tuple[str, ...], settings: Settings) -> None:
     """Say whether a pod was injected, and why not.

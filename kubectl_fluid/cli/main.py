@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import click
 
 from kubectl_fluid.cli.errors import ApiError, CliError, Unreachable, describe_api_error, describe_unreachable
-from kubectl_fluid.cli.settings import connection_options
+from kubectl_fluid.cli.flags import connection_options
 
 PROG = "kubectl fluid"
 DEBUG_ENV = "KUBECTL_FLUID_DEBUG"

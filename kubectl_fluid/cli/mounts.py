@@ -14,8 +14,9 @@ from typing import Any
 
 import click
 
-from kubectl_fluid.cli import complete
-from kubectl_fluid.cli.settings import Settings, kube_command
+from kubectl_fluid.cli import completers
+from kubectl_fluid.cli.flags import kube_command
+from kubectl_fluid.cli.settings import Settings
 
 HEADERS = ("NODE", "MOUNT-KEY", "MASTER-ADDRS", "FS-PATH", "MODE", "REFS", "PHASE", "AGE")
 # REASON last: it is a sentence (why a mount is Broken), as kubectl puts MESSAGE last.
@@ -86,7 +87,7 @@ def row(
 
 
 @click.command(epilog="\b\nExamples:\n  kubectl fluid mounts\n  kubectl fluid mounts --node node-1 -o wide")
-@click.option("--node", metavar="NODE", shell_complete=complete.nodes, help="Only the mounts of this node.")
+@click.option("--node", metavar="NODE", shell_complete=completers.nodes, help="Only the mounts of this node.")
 @kube_command(outputs=("json", "yaml", "wide", "name"), lists=True)
 def mounts(node: str | None, settings: Settings) -> None:
     """List the shared FUSE mounts per node.

@@ -18,7 +18,8 @@ from typing import Any
 
 import click
 
-from kubectl_fluid.cli.settings import Settings, kube_command
+from kubectl_fluid.cli.flags import kube_command
+from kubectl_fluid.cli.settings import Settings
 
 RELEASE = re.compile(r"v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?")
 
