@@ -61,7 +61,7 @@ def contexts(ctx: click.Context, param: click.Parameter, incomplete: str) -> lis
     import os
     from pathlib import Path
 
-    from kubectl_fluid.cli import kubeconfig
+    from kubectl_fluid.kube import kubeconfig
 
     merged = kubeconfig.Merged()
     try:

@@ -241,9 +241,9 @@ def _apply(
     output: str | None,
 ) -> dict[str, Any]:
     from kubectl_fluid.api import names
-    from kubectl_fluid.cli.errors import ApiError
     from kubectl_fluid.cli.output import dump, write
-    from kubectl_fluid.cli.transport import MERGE_PATCH
+    from kubectl_fluid.kube.errors import ApiError
+    from kubectl_fluid.kube.transport import MERGE_PATCH
 
     resource = target.kind.resource
     obj = _read(session, target)

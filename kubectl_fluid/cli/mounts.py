@@ -136,9 +136,9 @@ def mounts(node: str | None, settings: Settings) -> None:
 def _pods_by_uid(api: Any, items: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """``namespace/name`` of the pods behind the targets, read per node (the way ``kubectl describe
     node`` finds a node's pods). Without the right to list pods, UIDs are shown instead."""
-    from kubectl_fluid.cli.errors import ApiError
     from kubectl_fluid.cli.output import warn
     from kubectl_fluid.kube import resources
+    from kubectl_fluid.kube.errors import ApiError
 
     wanted = {uid for fm in items for uid in pod_uids(fm)}
     found: dict[str, str] = {}

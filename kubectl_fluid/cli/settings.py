@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import click
 
-    from kubectl_fluid.cli.kubeconfig import Access
-    from kubectl_fluid.cli.transport import Api
+    from kubectl_fluid.kube.kubeconfig import Access
+    from kubectl_fluid.kube.transport import Api
 
 _DURATION = re.compile(r"(?:(\d+(?:\.\d+)?)(ms|s|m|h))")
 
@@ -51,7 +51,7 @@ class Settings:
 
     def open(self) -> Session:
         """Read the kubeconfig and make a client (nothing is sent yet)."""
-        from kubectl_fluid.cli import kubeconfig, transport
+        from kubectl_fluid.kube import kubeconfig, transport
 
         access = kubeconfig.load(self.kubeconfig, self.context)
         if access.warnings:

@@ -144,7 +144,7 @@ def version(client_only: bool, settings: Settings) -> None:
     namespace = settings.namespace or names.FLUID_NAMESPACE
     selector = {"labelSelector": f"{names.LABEL_APP_PART_OF}={names.PART_OF}"}
     with session.api:
-        server = session.api.request("GET", "/version") or {}
+        server = session.api.request("GET", resources.VERSION_PATH) or {}
         workloads = [
             {"kind": kind, **item}
             for kind, resource in (("Deployment", resources.DEPLOYMENTS), ("DaemonSet", resources.DAEMONSETS))

@@ -1,18 +1,19 @@
-"""The plugin's modules import each other in one direction: an import inside a function counts, since
-hiding one there only postpones the circle (completion once went main → settings → complete → main)."""
+"""The plugin's modules (its commands, and its client in kubectl_fluid.kube) import each other in one
+direction: an import inside a function counts, since hiding one there only postpones the circle
+(completion once went main → settings → complete → main)."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-import kubectl_fluid.cli
+import kubectl_fluid
 
-PACKAGE = "kubectl_fluid.cli"
+PACKAGES = ("kubectl_fluid.cli", "kubectl_fluid.kube")
 
 
 def imports_of(path: Path) -> set[str]:
-    """The kubectl_fluid.cli modules ``path`` names anywhere (functions and TYPE_CHECKING included)."""
+    """The modules of PACKAGES ``path`` names anywhere (functions and TYPE_CHECKING included)."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
@@ -21,13 +22,20 @@ def imports_of(path: Path) -> set[str]:
             found.add(node.module)
             # ``from kubectl_fluid.cli import settings`` names the module settings.
             found |= {f"{node.module}.{alias.name}" for alias in node.names}
-    return {name for name in found if name.startswith(PACKAGE + ".")}
+    return {name for name in found if name.startswith(tuple(p + "." for p in PACKAGES))}
 
 
 def test_the_plugins_modules_form_no_import_cycle() -> None:
-    directory = Path(kubectl_fluid.cli.__file__).parent
-    modules = {f"{PACKAGE}.{p.stem}": p for p in directory.glob("*.py") if p.stem != "__init__"}
-    assert {f"{PACKAGE}.main", f"{PACKAGE}.settings", f"{PACKAGE}.complete"} <= set(modules)
+    root = Path(kubectl_fluid.__file__).parent
+    modules = {
+        f"{package}.{p.stem}": p
+        for package in PACKAGES
+        for p in (root / package.split(".")[-1]).glob("*.py")
+        if p.stem != "__init__"
+    }
+    assert {"kubectl_fluid.cli.main", "kubectl_fluid.cli.complete", "kubectl_fluid.kube.transport"} <= set(
+        modules
+    )
     graph = {name: imports_of(path) & set(modules) for name, path in modules.items()}
 
     done: set[str] = set()  # modules from which no cycle starts
