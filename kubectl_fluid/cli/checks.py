@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from kubectl_fluid.api import names
 from kubectl_fluid.api.datasetrefs import configmap_problem, dataset_not_found, is_dataset_pvc
-from kubectl_fluid.cli.errors import ApiError
 from kubectl_fluid.kube import resources
+from kubectl_fluid.kube.errors import ApiError
 
 if TYPE_CHECKING:
-    from kubectl_fluid.cli.transport import Api
+    from kubectl_fluid.kube.transport import Api
 
 # Every namespace carries it (set by the API server), which is what webhook namespaceSelectors match.
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kubectl_fluid.cli import complete
+from kubectl_fluid.cli import completers
 from kubectl_fluid.cli.errors import CliError
-from kubectl_fluid.cli.settings import Settings, connection_options, kube_command
+from kubectl_fluid.cli.flags import connection_options, kube_command
+from kubectl_fluid.cli.settings import Settings
 
 if TYPE_CHECKING:
     from kubectl_fluid.cli.settings import Session
@@ -61,7 +62,7 @@ Examples:
 
 
 @config.command(epilog=SHOW_EPILOG)
-@click.argument("dataset", shell_complete=complete.datasets)
+@click.argument("dataset", shell_complete=completers.datasets)
 @click.option(
     "--format",
     "fmt",

@@ -20,7 +20,8 @@ from typing import Any
 
 import click
 
-from kubectl_fluid.cli.settings import Settings, kube_command
+from kubectl_fluid.cli.flags import kube_command
+from kubectl_fluid.cli.settings import Settings
 
 CLIENTLESS = "Clientless"
 FUSE = "FUSE"
@@ -204,8 +205,9 @@ def datasets(settings: Settings) -> None:
 
 
 def _optional(api: Any, path: str, params: dict[str, str] | None, what: str) -> list[dict[str, Any]] | None:
-    from kubectl_fluid.cli.errors import ApiError, request_scope
+    from kubectl_fluid.cli.errors import request_scope
     from kubectl_fluid.cli.output import warn
+    from kubectl_fluid.kube.errors import ApiError
 
     try:
         items: list[dict[str, Any]] = api.list(path, params)

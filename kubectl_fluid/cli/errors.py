@@ -7,67 +7,28 @@ rule; what we add is the next step, which the server cannot know.
 
 from __future__ import annotations
 
-from typing import Any
-from urllib.parse import unquote
+from kubectl_fluid.kube.errors import ApiError, Unreachable
 
 
 class CliError(Exception):
     """A failure already phrased for the operator: printed as ``error: {message}``, exit 1."""
 
 
-class ApiError(Exception):
-    """A non-2xx answer from the API server to ``method path``."""
-
-    def __init__(
-        self, code: int, reason: str, message: str, *, method: str, path: str, details: Any = None
-    ) -> None:
-        super().__init__(f"{reason or code}: {message}")
-        self.code = code
-        self.reason = reason
-        self.message = message
-        self.method = method
-        self.path = path
-        self.details = details if isinstance(details, dict) else {}
-
-    @property
-    def is_missing_object(self) -> bool:
-        """404 for an object (the Status names it), as opposed to a whole kind the server does not
-        serve (404 without details: a CRD that is not installed)."""
-        return self.code == 404 and bool(self.details.get("name"))
-
-
-class Unreachable(Exception):
-    """No HTTP answer at all: refused, timed out, name not resolved, TLS failed."""
-
-    def __init__(self, server: str, reason: str) -> None:
-        super().__init__(f"{server}: {reason}")
-        self.server = server
-        self.reason = reason
-
-
 def request_scope(method: str, path: str) -> tuple[str, str, str | None]:
     """(verb, resource, namespace) of an API request, as RBAC and ``kubectl auth can-i`` name them:
     ``GET /apis/data.fluid.io/v1alpha1/namespaces/a/datasets/x`` → ``("get", "datasets.data.fluid.io",
     "a")``. A GET of a collection is ``list``; a subresource reads ``pods/status``."""
-    parts = [unquote(p) for p in path.split("?", 1)[0].strip("/").split("/")]
-    group = ""
-    if parts[:1] == ["api"]:
-        rest = parts[2:]
-    elif parts[:1] == ["apis"] and len(parts) >= 3:
-        group, rest = parts[1], parts[3:]
-    else:
+    # Here, not at the top: only a failed request pays for it, never ``--help``.
+    from kubectl_fluid.kube.resources import scope_of
+
+    scope = scope_of(path)
+    if scope is None:
         return method.lower(), path, None
-    namespace = None
-    if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) != 2:
-        namespace, rest = rest[1], rest[2:]
-    resource = rest[0] if rest else ""
-    named = len(rest) >= 2
-    if len(rest) >= 3:
-        resource = f"{resource}/{rest[2]}"
-    verb = {"GET": "get" if named else "list", "PATCH": "patch", "PUT": "update", "POST": "create"}.get(
+    verb = {"GET": "get" if scope.named else "list", "PATCH": "patch", "PUT": "update", "POST": "create"}.get(
         method.upper(), method.lower()
     )
-    return verb, f"{resource}.{group}" if group else resource, namespace
+    resource = f"{scope.resource}.{scope.group}" if scope.group else scope.resource
+    return verb, resource, scope.namespace
 
 
 def describe_api_error(e: ApiError) -> str:

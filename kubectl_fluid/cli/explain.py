@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kubectl_fluid.cli import complete
+from kubectl_fluid.cli import completers
 from kubectl_fluid.cli.errors import CliError
-from kubectl_fluid.cli.settings import Settings, kube_command
+from kubectl_fluid.cli.flags import kube_command
+from kubectl_fluid.cli.settings import Settings
 
 if TYPE_CHECKING:
     from kubectl_fluid.cli.diagnosis import Facts
@@ -38,7 +39,7 @@ def parse_pod(args: tuple[str, ...] | list[str]) -> str:
 
 
 @click.command(epilog="\b\nExamples:\n  kubectl fluid explain pod/app-5d9c7-x2x8v -n team-a")
-@click.argument("pod", nargs=-1, required=True, shell_complete=complete.pods)
+@click.argument("pod", nargs=-1, required=True, shell_complete=completers.pods)
 @kube_command(outputs=("json", "yaml", "name"))
 def explain(pod: tuple[str, ...], settings: Settings) -> None:
     """Say whether a pod was injected, and why not.
@@ -110,7 +111,7 @@ def gather(session: Session, name: str) -> Facts:
 def _quiet(read: Any) -> Any:
     """``read()``, or None when RBAC (or anything the API says) forbids it: facts we cannot read are
     left out of the judgement rather than failing the whole explanation."""
-    from kubectl_fluid.cli.errors import ApiError
+    from kubectl_fluid.kube.errors import ApiError
 
     try:
         return read()
@@ -142,14 +143,16 @@ def _controller(obj: dict[str, Any]) -> dict[str, Any] | None:
 
 def _owner(session: Session, pod: dict[str, Any]) -> str | None:
     """The workload to inject, as ``kind/name`` in the plugin's own words (``deploy/app``)."""
-    from kubectl_fluid.cli.workloads import JOBS, REPLICASETS, WORKLOAD_KINDS
+    from kubectl_fluid.cli.workloads import WORKLOAD_KINDS
+    from kubectl_fluid.kube import resources
 
     ref = _controller(pod)
     if ref is None:
         return None
     kind, name = str(ref.get("kind")), str(ref.get("name"))
-    # Pods of Deployments and CronJobs belong to an intermediate object; the template to edit is above it.
-    via = {"ReplicaSet": REPLICASETS, "Job": JOBS}
+    # Pods of Deployments and CronJobs belong to an intermediate object; the template to edit is above it
+    # (a ReplicaSet is not injectable: its Deployment owns the template).
+    via = {"ReplicaSet": resources.REPLICASETS, "Job": resources.JOBS}
     if kind in via:
         parent = _quiet(lambda: session.api.get(via[kind].object_path(session.namespace, name)))
         ref = _controller(parent) if parent else None

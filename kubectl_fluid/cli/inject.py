@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kubectl_fluid.cli import complete
+from kubectl_fluid.cli import completers
 from kubectl_fluid.cli.errors import CliError
-from kubectl_fluid.cli.settings import Settings, kube_command, parse_duration
+from kubectl_fluid.cli.flags import kube_command
+from kubectl_fluid.cli.settings import Settings, parse_duration
 
 if TYPE_CHECKING:
     from kubectl_fluid.cli.injection import Plan
@@ -59,13 +60,13 @@ def parse_datasets(values: tuple[str, ...]) -> list[str]:
 
 
 @click.command(epilog=EPILOG)
-@click.argument("workload", nargs=-1, required=True, shell_complete=complete.workloads)
+@click.argument("workload", nargs=-1, required=True, shell_complete=completers.workloads)
 @click.option(
     "--dataset",
     "datasets",
     multiple=True,
     metavar="DS[,DS...]",
-    shell_complete=complete.dataset_list,
+    shell_complete=completers.dataset_list,
     help="Datasets whose runtime config the pods get (repeatable; comma-separated).",
 )
 @click.option(
@@ -240,9 +241,9 @@ def _apply(
     output: str | None,
 ) -> dict[str, Any]:
     from kubectl_fluid.api import names
-    from kubectl_fluid.cli.errors import ApiError
     from kubectl_fluid.cli.output import dump, write
-    from kubectl_fluid.cli.transport import MERGE_PATCH
+    from kubectl_fluid.kube.errors import ApiError
+    from kubectl_fluid.kube.transport import MERGE_PATCH
 
     resource = target.kind.resource
     obj = _read(session, target)

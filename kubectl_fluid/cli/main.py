@@ -15,8 +15,9 @@ from collections.abc import Sequence
 
 import click
 
-from kubectl_fluid.cli.errors import ApiError, CliError, Unreachable, describe_api_error, describe_unreachable
-from kubectl_fluid.cli.settings import connection_options
+from kubectl_fluid.cli.errors import CliError, describe_api_error, describe_unreachable
+from kubectl_fluid.cli.flags import connection_options
+from kubectl_fluid.kube.errors import ApiError, ClientError, Unreachable
 
 PROG = "kubectl fluid"
 DEBUG_ENV = "KUBECTL_FLUID_DEBUG"
@@ -101,7 +102,7 @@ def message_for(e: Exception) -> str | None:
         return describe_api_error(e)
     if isinstance(e, Unreachable):
         return describe_unreachable(e)
-    if isinstance(e, CliError):
+    if isinstance(e, (CliError, ClientError)):
         return str(e)
     return None
 

@@ -14,8 +14,9 @@ from typing import Any
 
 import click
 
-from kubectl_fluid.cli import complete
-from kubectl_fluid.cli.settings import Settings, kube_command
+from kubectl_fluid.cli import completers
+from kubectl_fluid.cli.flags import kube_command
+from kubectl_fluid.cli.settings import Settings
 
 HEADERS = ("NODE", "MOUNT-KEY", "MASTER-ADDRS", "FS-PATH", "MODE", "REFS", "PHASE", "AGE")
 # REASON last: it is a sentence (why a mount is Broken), as kubectl puts MESSAGE last.
@@ -86,7 +87,7 @@ def row(
 
 
 @click.command(epilog="\b\nExamples:\n  kubectl fluid mounts\n  kubectl fluid mounts --node node-1 -o wide")
-@click.option("--node", metavar="NODE", shell_complete=complete.nodes, help="Only the mounts of this node.")
+@click.option("--node", metavar="NODE", shell_complete=completers.nodes, help="Only the mounts of this node.")
 @kube_command(outputs=("json", "yaml", "wide", "name"), lists=True)
 def mounts(node: str | None, settings: Settings) -> None:
     """List the shared FUSE mounts per node.
@@ -135,9 +136,9 @@ def mounts(node: str | None, settings: Settings) -> None:
 def _pods_by_uid(api: Any, items: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """``namespace/name`` of the pods behind the targets, read per node (the way ``kubectl describe
     node`` finds a node's pods). Without the right to list pods, UIDs are shown instead."""
-    from kubectl_fluid.cli.errors import ApiError
     from kubectl_fluid.cli.output import warn
     from kubectl_fluid.kube import resources
+    from kubectl_fluid.kube.errors import ApiError
 
     wanted = {uid for fm in items for uid in pod_uids(fm)}
     found: dict[str, str] = {}

@@ -18,7 +18,8 @@ from typing import Any
 
 import click
 
-from kubectl_fluid.cli.settings import Settings, kube_command
+from kubectl_fluid.cli.flags import kube_command
+from kubectl_fluid.cli.settings import Settings
 
 RELEASE = re.compile(r"v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?")
 
@@ -143,7 +144,7 @@ def version(client_only: bool, settings: Settings) -> None:
     namespace = settings.namespace or names.FLUID_NAMESPACE
     selector = {"labelSelector": f"{names.LABEL_APP_PART_OF}={names.PART_OF}"}
     with session.api:
-        server = session.api.request("GET", "/version") or {}
+        server = session.api.request("GET", resources.VERSION_PATH) or {}
         workloads = [
             {"kind": kind, **item}
             for kind, resource in (("Deployment", resources.DEPLOYMENTS), ("DaemonSet", resources.DAEMONSETS))

@@ -9,12 +9,6 @@ from kubectl_fluid.cli.errors import CliError
 from kubectl_fluid.kube import resources
 from kubectl_fluid.kube.resources import Resource
 
-# kube/resources.py has no batch kinds yet; spelled here with its Resource type until it does.
-JOBS = Resource("batch", "v1", "jobs", "Job", True)
-CRONJOBS = Resource("batch", "v1", "cronjobs", "CronJob", True)
-# Not injectable (its Deployment owns the template), but ``explain`` climbs through it to the Deployment.
-REPLICASETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True)
-
 
 @dataclass(frozen=True)
 class Kind:
@@ -37,8 +31,8 @@ WORKLOAD_KINDS: tuple[Kind, ...] = (
     Kind(resources.DEPLOYMENTS, ("deploy", "deployment", "deployments"), ("spec", "template")),
     Kind(resources.STATEFULSETS, ("sts", "statefulset", "statefulsets"), ("spec", "template")),
     Kind(resources.DAEMONSETS, ("ds", "daemonset", "daemonsets"), ("spec", "template")),
-    Kind(JOBS, ("job", "jobs"), ("spec", "template")),
-    Kind(CRONJOBS, ("cronjob", "cj", "cronjobs"), ("spec", "jobTemplate", "spec", "template")),
+    Kind(resources.JOBS, ("job", "jobs"), ("spec", "template")),
+    Kind(resources.CRONJOBS, ("cronjob", "cj", "cronjobs"), ("spec", "jobTemplate", "spec", "template")),
 )
 POD_ALIASES = ("pod", "po", "pods")
 SUPPORTED = "deploy, sts, ds, job or cronjob"

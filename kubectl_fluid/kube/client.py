@@ -1,4 +1,4 @@
-"""The one way every process gets an API client."""
+"""The one way every server process gets an API client (the plugin's is ``transport``)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""Where each kind lives in the API: group, version, plural, scope. Paths are built here only."""
+"""Where each kind lives in the API: group, version, plural, scope. Paths are built here only, and
+read back here only (``scope_of``: which resource a path names, for RBAC's words in messages)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 from kubectl_fluid.api import names
 
@@ -35,6 +36,42 @@ class Resource:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
 
+# The server's build (``kubectl version``): not a resource, so no Resource builds it.
+VERSION_PATH = "/version"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What an API path names: ``resource`` is the plural, ``plural/sub`` for a subresource."""
+
+    group: str
+    resource: str
+    namespace: str | None
+    named: bool  # an object, as opposed to a collection
+
+
+def scope_of(path: str) -> Scope | None:
+    """The resource an API path (query allowed) names, the inverse of ``Resource``'s paths:
+    ``/apis/g/v/namespaces/a/plural/x`` → ``Scope("g", "plural", "a", True)``; ``/api/v1/namespaces/a``
+    is the namespace ``a`` itself. None for a path outside ``/api`` and ``/apis``."""
+    parts = [unquote(p) for p in path.split("?", 1)[0].strip("/").split("/")]
+    group = ""
+    if parts[:1] == ["api"]:
+        rest = parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 3:
+        group, rest = parts[1], parts[3:]
+    else:
+        return None
+    namespace = None
+    if len(rest) >= 2 and rest[0] == "namespaces" and len(rest) != 2:
+        namespace, rest = rest[1], rest[2:]
+    resource = rest[0] if rest else ""
+    named = len(rest) >= 2
+    if len(rest) >= 3:
+        resource = f"{resource}/{rest[2]}"
+    return Scope(group, resource, namespace, named)
+
+
 PODS = Resource("", "v1", "pods", "Pod", True)
 CONFIGMAPS = Resource("", "v1", "configmaps", "ConfigMap", True)
 SECRETS = Resource("", "v1", "secrets", "Secret", True)
@@ -47,6 +84,9 @@ PERSISTENT_VOLUME_CLAIMS = Resource("", "v1", "persistentvolumeclaims", "Persist
 STATEFULSETS = Resource("apps", "v1", "statefulsets", "StatefulSet", True)
 DAEMONSETS = Resource("apps", "v1", "daemonsets", "DaemonSet", True)
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True)
+REPLICASETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True)
+JOBS = Resource("batch", "v1", "jobs", "Job", True)
+CRONJOBS = Resource("batch", "v1", "cronjobs", "CronJob", True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
 MUTATING_WEBHOOK_CONFIGURATIONS = Resource(
     "admissionregistration.k8s.io",

@@ -69,7 +69,7 @@ def runtime_config() -> dict[str, str]:
 PHASES = """
 import sys, time
 t0 = time.perf_counter()
-from kubectl_fluid.cli import kubeconfig, transport
+from kubectl_fluid.kube import kubeconfig, transport
 from kubectl_fluid.kube import resources
 t1 = time.perf_counter()
 access = kubeconfig.load(None, None)
@@ -166,7 +166,7 @@ def run(report: Report, kubeconfig: Path, workdir: Path) -> None:
         python = median_ms([sys.executable, "-c", "pass"], env)
         commands = median_ms([sys.executable, "-c", "import kubectl_fluid.cli.main"], env)
         client_modules = median_ms(
-            [sys.executable, "-c", "import kubectl_fluid.cli.main, kubectl_fluid.cli.transport, json"], env
+            [sys.executable, "-c", "import kubectl_fluid.cli.main, kubectl_fluid.kube.transport, json"], env
         )
         load, first, again = phases(env, namespace)
         report.add("of which: python start", python, "ms")

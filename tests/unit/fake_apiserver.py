@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from kubectl_fluid.cli.kubeconfig import Access, Credentials
+from kubectl_fluid.kube.kubeconfig import Access, Credentials
 from tests.serving import serving
 
 

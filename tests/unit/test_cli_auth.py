@@ -20,10 +20,10 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubectl_fluid.cli.errors import CliError
-from kubectl_fluid.cli.kubeconfig import header_key_escape, load
 from kubectl_fluid.cli.settings import Settings
-from kubectl_fluid.cli.transport import Api
+from kubectl_fluid.kube.errors import ClientError
+from kubectl_fluid.kube.kubeconfig import header_key_escape, load
+from kubectl_fluid.kube.transport import Api
 from tests.serving import serving
 from tests.unit.fake_apiserver import Server
 
@@ -115,7 +115,7 @@ def test_an_extra_key_always_makes_a_legal_header_name(key: str) -> None:
     ],
 )
 def test_malformed_impersonation_is_refused(server: Server, tmp_path: Path, user: Any, says: str) -> None:
-    with pytest.raises(CliError, match=says):
+    with pytest.raises(ClientError, match=says):
         load(str(kubeconfig(tmp_path, server, user)), None, env={}, home=tmp_path)
 
 
@@ -171,10 +171,10 @@ def test_exec_that_always_needs_a_terminal_says_so_without_one(server: Server, t
     path = kubeconfig(
         tmp_path, server, {"exec": {"command": str(plugin(tmp_path)), "interactiveMode": "Always"}}
     )
-    with pytest.raises(CliError, match=r"needs a terminal \(interactiveMode: Always\)"):
+    with pytest.raises(ClientError, match=r"needs a terminal \(interactiveMode: Always\)"):
         get(path, server)
     with pytest.raises(
-        CliError, match=r"interactiveMode .* is 'Sometimes'; use one of Never, IfAvailable, Always"
+        ClientError, match=r"interactiveMode .* is 'Sometimes'; use one of Never, IfAvailable, Always"
     ):
         load(
             str(kubeconfig(tmp_path, server, {"exec": {"command": "x", "interactiveMode": "Sometimes"}})),
@@ -321,7 +321,7 @@ def test_a_token_about_to_expire_is_refreshed_and_an_issuer_refusing_basic_gets_
 def test_oidc_problems_say_what_to_do(
     server: Server, tmp_path: Path, issuer: Issuer, config: dict[str, str], says: str
 ) -> None:
-    with pytest.raises(CliError, match=says):
+    with pytest.raises(ClientError, match=says):
         get(kubeconfig(tmp_path, server, oidc_user(issuer, **config)), server)
 
 
@@ -330,7 +330,7 @@ def test_a_token_response_without_id_token_is_an_error(
 ) -> None:
     issuer.answer = {"access_token": "a"}
     path = kubeconfig(tmp_path, server, oidc_user(issuer, **{"refresh-token": "r1"}))
-    with pytest.raises(CliError, match="did not contain an id_token"):
+    with pytest.raises(ClientError, match="did not contain an id_token"):
         get(path, server)
 
 
@@ -346,7 +346,7 @@ def test_auth_providers_kubectl_lost_are_refused_with_their_replacement(
     server: Server, tmp_path: Path, name: str, says: str
 ) -> None:
     path = kubeconfig(tmp_path, server, {"auth-provider": {"name": name, "config": {}}})
-    with pytest.raises(CliError, match=says):
+    with pytest.raises(ClientError, match=says):
         load(str(path), None, env={}, home=tmp_path)
 
 

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from kubectl_fluid.api import names
-from kubectl_fluid.cli.errors import ApiError
-from kubectl_fluid.cli.kubeconfig import Access
 from kubectl_fluid.cli.main import main
 from kubectl_fluid.cli.settings import Session, Settings
-from kubectl_fluid.cli.workloads import JOBS, REPLICASETS
 from kubectl_fluid.kube import resources
+from kubectl_fluid.kube.errors import ApiError
+from kubectl_fluid.kube.kubeconfig import Access
+from kubectl_fluid.kube.resources import JOBS, REPLICASETS
 from tests.unit.test_cli_injection import merge_patch
 
 NS = "team-a"

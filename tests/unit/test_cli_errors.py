@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubectl_fluid.cli.errors import (
-    ApiError,
-    Unreachable,
-    describe_api_error,
-    describe_unreachable,
-    request_scope,
-)
+from kubectl_fluid.cli.errors import describe_api_error, describe_unreachable, request_scope
+from kubectl_fluid.kube.errors import ApiError, Unreachable
 
 
 @pytest.mark.parametrize(

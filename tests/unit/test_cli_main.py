@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kubectl_fluid.cli import complete
+from kubectl_fluid.cli import complete, completers
 from kubectl_fluid.cli.main import main, normalize_args
 from kubectl_fluid.cli.settings import Settings, parse_duration
 
@@ -223,9 +223,9 @@ def test_completion_in_cobras_protocol(
 
 
 def test_dataset_list_completion_continues_after_commas(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(complete, "_names", lambda ctx, path_of, namespaced=True: ["ds1", "ds2", "other"])
-    items = complete.dataset_list(None, None, "ds1,")  # type: ignore[arg-type]
+    monkeypatch.setattr(completers, "_names", lambda ctx, path_of, namespaced=True: ["ds1", "ds2", "other"])
+    items = completers.dataset_list(None, None, "ds1,")  # type: ignore[arg-type]
     assert [i.value for i in items] == ["ds1,ds2", "ds1,other"]
-    assert [i.value for i in complete.workloads(None, None, "deploy/o")] == ["deploy/other"]  # type: ignore[arg-type]
-    assert [i.value for i in complete.workloads(None, None, "rs/")] == []  # type: ignore[arg-type]
-    assert [i.value for i in complete.pods(None, None, "pod/o")] == ["pod/other"]  # type: ignore[arg-type]
+    assert [i.value for i in completers.workloads(None, None, "deploy/o")] == ["deploy/other"]  # type: ignore[arg-type]
+    assert [i.value for i in completers.workloads(None, None, "rs/")] == []  # type: ignore[arg-type]
+    assert [i.value for i in completers.pods(None, None, "pod/o")] == ["pod/other"]  # type: ignore[arg-type]

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 
 from kubectl_fluid import __version__
 from kubectl_fluid.api import names
-from kubectl_fluid.cli.kubeconfig import Access
 from kubectl_fluid.cli.main import main
 from kubectl_fluid.cli.settings import Session, Settings
 from kubectl_fluid.cli.version import component_of, image_tag, skewed
 from kubectl_fluid.kube import resources
+from kubectl_fluid.kube.kubeconfig import Access
 
 
 def workload(

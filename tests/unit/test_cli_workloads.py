@@ -8,8 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubectl_fluid.cli.errors import CliError
-from kubectl_fluid.cli.workloads import CRONJOBS, JOBS, WORKLOAD_KINDS, parse_target, words_for
+from kubectl_fluid.cli.workloads import WORKLOAD_KINDS, parse_target, words_for
 from kubectl_fluid.kube import resources
+from kubectl_fluid.kube.resources import CRONJOBS, JOBS
 
 DNS_NAME = st.from_regex(r"[a-z0-9]([a-z0-9.-]{0,30}[a-z0-9])?", fullmatch=True)
 

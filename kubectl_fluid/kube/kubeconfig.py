@@ -13,13 +13,13 @@ dropped. Decisions where kubectl would do more or less:
 
 - ``auth-provider``: ``oidc`` is served (kubectl still has it): a valid ``id-token`` is sent, an expired
   one is refreshed with the ``refresh-token`` and both are written back to the file that holds the user
-  (``kubectl_fluid.cli.oidc``). ``gcp`` and ``azure``, removed from kubectl in 1.26, are refused with
+  (``kubectl_fluid.kube.oidc``). ``gcp`` and ``azure``, removed from kubectl in 1.26, are refused with
   the exec plugin that replaced them.
 - ``exec``: run on every invocation (no credential cache); ``provideClusterInfo`` passes the cluster in
   ``KUBERNETES_EXEC_INFO``; ``interactiveMode`` decides whether the plugin gets the terminal (missing:
   ``IfAvailable``, where kubectl would refuse a ``v1`` plugin without it).
 - ``as``, ``as-uid``, ``as-groups``, ``as-user-extra``: sent as client-go's impersonation headers.
-- ``proxy-url`` and the proxy environment: ``kubectl_fluid.cli.proxy`` (http, https and socks5).
+- ``proxy-url`` and the proxy environment: ``kubectl_fluid.kube.proxy`` (http, https and socks5).
 - A boolean field must be a YAML boolean, as kubectl's strict decoding demands:
   ``insecure-skip-tls-verify: "false"`` (a string) is refused, never read as true.
 """
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kubectl_fluid.cli.errors import CliError
+from kubectl_fluid.kube.errors import ClientError
 
 IN_CLUSTER_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 DEFAULT_NAMESPACE = "default"
@@ -73,6 +73,19 @@ USER_FIELDS = frozenset(
 CONTEXT_FIELDS = frozenset({"cluster", "user", "namespace", "extensions"})
 EXEC_FIELDS = frozenset(
     {"command", "args", "env", "apiVersion", "installHint", "provideClusterInfo", "interactiveMode"}
+)
+# The settings of the oidc auth-provider's config (client-go's plugin/pkg/client/auth/oidc).
+OIDC_FIELDS = frozenset(
+    {
+        "client-id",
+        "client-secret",
+        "id-token",
+        "refresh-token",
+        "idp-issuer-url",
+        "idp-certificate-authority",
+        "idp-certificate-authority-data",
+        "extra-scopes",
+    }
 )
 EXEC_EXTENSION = "client.authentication.k8s.io/exec"
 INTERACTIVE_MODES = ("Never", "IfAvailable", "Always")
@@ -165,7 +178,7 @@ def kubeconfig_files(explicit: str | None, env: Mapping[str, str], home: Path) -
     if explicit:
         path = Path(explicit).expanduser()
         if not path.is_file():
-            raise CliError(f"kubeconfig {explicit} not found; pass an existing file to --kubeconfig")
+            raise ClientError(f"kubeconfig {explicit} not found; pass an existing file to --kubeconfig")
         return [path]
     listed = env.get("KUBECONFIG", "")
     if listed:
@@ -191,9 +204,9 @@ def parse(text: str, source: str) -> dict[str, Any]:
 
             loaded = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except Exception as e:  # json.JSONDecodeError or yaml.YAMLError: yaml's is not a ValueError
-        raise CliError(f"kubeconfig {source} cannot be parsed: {str(e).splitlines()[0]}") from None
+        raise ClientError(f"kubeconfig {source} cannot be parsed: {str(e).splitlines()[0]}") from None
     if not isinstance(loaded, dict):
-        raise CliError(f"kubeconfig {source} is not a mapping")
+        raise ClientError(f"kubeconfig {source} is not a mapping")
     return loaded
 
 
@@ -225,20 +238,20 @@ class Merged:
 def resolve(merged: Merged, context: str | None, source: str) -> Access:
     name = context or merged.current_context
     if not name:
-        raise CliError(
+        raise ClientError(
             f"no current context in {source}; pass --context or run kubectl config use-context NAME"
         )
     ctx = merged.contexts.get(name)
     if ctx is None:
         known = ", ".join(sorted(merged.contexts)) or "none"
-        raise CliError(f'context "{name}" not found in {source} (contexts: {known}); check --context')
+        raise ClientError(f'context "{name}" not found in {source} (contexts: {known}); check --context')
     cluster_name = str(ctx.get("cluster") or "")
     if cluster_name not in merged.clusters:
-        raise CliError(f'cluster "{cluster_name}" of context "{name}" not found in {source}')
+        raise ClientError(f'cluster "{cluster_name}" of context "{name}" not found in {source}')
     cluster, cluster_dir = merged.clusters[cluster_name]
     server = str(cluster.get("server") or "")
     if not server:
-        raise CliError(f'cluster "{cluster_name}" in {source} has no server')
+        raise ClientError(f'cluster "{cluster_name}" in {source} has no server')
     user_name = str(ctx.get("user") or "")
     user, user_dir = merged.users.get(user_name, ({}, cluster_dir))
     warnings = [
@@ -274,12 +287,10 @@ def resolve(merged: Merged, context: str | None, source: str) -> Access:
         auth_provider=_auth_provider(user.get("auth-provider"), user_name, merged.user_files.get(user_name)),
     )
     if credentials.auth_provider is not None:
-        from kubectl_fluid.cli import oidc
-
         where = f"the oidc auth-provider of {owner}"
         warnings += [
             f'key "{k}" of {where} in {source} is not an oidc setting; ignored'
-            for k in oidc.unknown_keys(credentials.auth_provider.config)
+            for k in sorted(k for k in credentials.auth_provider.config if k not in OIDC_FIELDS)
         ]
     return Access(
         server=server.rstrip("/"),
@@ -333,18 +344,18 @@ def _read(path: str, what: str) -> bytes:
     try:
         return Path(path).read_bytes()
     except OSError as e:
-        raise CliError(f"cannot read {what} {path}: {e.strerror}") from None
+        raise ClientError(f"cannot read {what} {path}: {e.strerror}") from None
 
 
 def _impersonation(user: Mapping[str, Any], owner: str, source: str) -> Impersonation:
     groups = user.get("as-groups") or []
     if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups):
-        raise CliError(f"as-groups of {owner} in {source} must be a list of group names")
+        raise ClientError(f"as-groups of {owner} in {source} must be a list of group names")
     extra = user.get("as-user-extra") or {}
     if not isinstance(extra, dict) or not all(
         isinstance(v, list) and all(isinstance(x, str) for x in v) for v in extra.values()
     ):
-        raise CliError(f"as-user-extra of {owner} in {source} must map each key to a list of strings")
+        raise ClientError(f"as-user-extra of {owner} in {source} must map each key to a list of strings")
     return Impersonation(
         user=_str(user.get("as")),
         uid=_str(user.get("as-uid")),
@@ -359,18 +370,18 @@ def _auth_provider(value: Any, user_name: str, source: Path | None) -> AuthProvi
     name = str(value.get("name") or "") if isinstance(value, dict) else ""
     owner = f'user "{user_name}"'
     if name in REMOVED_AUTH_PROVIDERS:
-        raise CliError(
+        raise ClientError(
             f"{owner} uses the {name} auth-provider, which kubectl removed in v1.26 (and so does "
             f"kubectl fluid): switch it to {REMOVED_AUTH_PROVIDERS[name]}"
         )
     if name != "oidc":
-        raise CliError(
+        raise ClientError(
             f"{owner} uses auth-provider {name!r}, which neither kubectl nor kubectl fluid knows: "
             "switch it to an exec credential plugin"
         )
     config = value.get("config") or {}
     if not isinstance(config, dict):
-        raise CliError(f"the oidc auth-provider of {owner} has a config that is not a mapping")
+        raise ClientError(f"the oidc auth-provider of {owner} has a config that is not a mapping")
     return AuthProvider(name, {str(k): str(v) for k, v in config.items()}, user_name, source)
 
 
@@ -404,13 +415,13 @@ def load(
         found = in_cluster(env)
         if found is not None and not context:
             return found
-        raise CliError("no kubeconfig found; set KUBECONFIG or pass --kubeconfig (the file kubectl uses)")
+        raise ClientError("no kubeconfig found; set KUBECONFIG or pass --kubeconfig (the file kubectl uses)")
     merged = Merged()
     for path in files:
         try:
             text = path.read_text()
         except OSError as e:
-            raise CliError(f"cannot read kubeconfig {path}: {e.strerror}") from None
+            raise ClientError(f"cannot read kubeconfig {path}: {e.strerror}") from None
         merged.add(parse(text, str(path)), path.resolve().parent, path)
     source = str(files[0]) if len(files) == 1 else f"KUBECONFIG ({os.pathsep.join(map(str, files))})"
     return resolve(merged, context, source)
@@ -422,7 +433,7 @@ def _bool(entry: Mapping[str, Any], key: str, owner: str, source: str) -> bool:
     value = entry.get(key)
     if value is None or isinstance(value, bool):
         return bool(value)
-    raise CliError(
+    raise ClientError(
         f"{key} of {owner} in {source} must be true or false, not {value!r}; "
         "write it without quotes (kubectl refuses it too)"
     )
@@ -445,7 +456,7 @@ def _b64(value: Any, key: str, source: str) -> bytes | None:
     try:
         return base64.b64decode(str(value), validate=False)
     except ValueError:
-        raise CliError(f"{key} in {source} is not base64") from None
+        raise ClientError(f"{key} in {source} is not base64") from None
 
 
 def _exec(value: Any, directory: Path, owner: str, source: str) -> Mapping[str, Any] | None:
@@ -454,7 +465,7 @@ def _exec(value: Any, directory: Path, owner: str, source: str) -> Mapping[str, 
     _bool(value, "provideClusterInfo", f"the exec plugin of {owner}", source)
     mode = value.get("interactiveMode") or "IfAvailable"
     if mode not in INTERACTIVE_MODES:
-        raise CliError(
+        raise ClientError(
             f"interactiveMode of the exec plugin of {owner} in {source} is {mode!r}; "
             f"use one of {', '.join(INTERACTIVE_MODES)}"
         )

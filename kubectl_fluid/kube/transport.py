@@ -22,10 +22,10 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from kubectl_fluid import __version__
-from kubectl_fluid.cli import dial
-from kubectl_fluid.cli.errors import ApiError, CliError, Unreachable
-from kubectl_fluid.cli.kubeconfig import Access, Credentials
-from kubectl_fluid.cli.proxy import proxy_for
+from kubectl_fluid.kube import dial
+from kubectl_fluid.kube.errors import ApiError, ClientError, Unreachable
+from kubectl_fluid.kube.kubeconfig import Access, Credentials
+from kubectl_fluid.kube.proxy import proxy_for
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -42,7 +42,7 @@ class Api:
         self.timeout = timeout or None
         url = urlsplit(access.server)
         if url.scheme not in ("https", "http") or not url.hostname:
-            raise CliError(f"server {access.server!r} of context {access.context!r} is not an http(s) URL")
+            raise ClientError(f"server {access.server!r} of context {access.context!r} is not an http(s) URL")
         self._https = url.scheme == "https"
         self._host = url.hostname
         self._port = url.port or (443 if self._https else 80)
@@ -178,7 +178,7 @@ class Api:
                 if access.ca_data:
                     ctx.load_verify_locations(cadata=access.ca_data.decode())
             except (OSError, ssl.SSLError, UnicodeDecodeError) as e:
-                raise CliError(
+                raise ClientError(
                     f"cannot load the certificate authority of context {access.context!r}: {_reason(e)}"
                 ) from None
         else:
@@ -200,14 +200,14 @@ class Api:
                     with open(creds.token_file) as f:
                         token, where = f.read().strip() or token, f"tokenFile {creds.token_file}"
                 except OSError as e:
-                    raise CliError(f"cannot read tokenFile {creds.token_file}: {e.strerror}") from None
+                    raise ClientError(f"cannot read tokenFile {creds.token_file}: {e.strerror}") from None
             if not token and creds.auth_provider is not None:
-                from kubectl_fluid.cli import oidc
+                from kubectl_fluid.kube import oidc
 
                 token, where = oidc.token(creds.auth_provider), "the oidc auth-provider"
             if token:
                 if any(ord(c) < 0x20 or ord(c) == 0x7F for c in token):
-                    raise CliError(
+                    raise ClientError(
                         f"the bearer token from {where} holds a line break or control character: "
                         "it must be the token alone"
                     )
@@ -253,7 +253,7 @@ def run_exec_plugin(
     interactive = mode != "Never" and sys.stdin is not None and sys.stdin.isatty()
     argv = [str(config["command"]), *(str(a) for a in config.get("args") or ())]
     if mode == "Always" and not interactive:
-        raise CliError(
+        raise ClientError(
             f"credential plugin {argv[0]} of context {context!r} needs a terminal (interactiveMode: Always) "
             "and standard input is not one"
         )
@@ -279,19 +279,19 @@ def run_exec_plugin(
         )
     except (OSError, subprocess.TimeoutExpired) as e:
         hint = config.get("installHint") or ""
-        raise CliError(
+        raise ClientError(
             f"credential plugin {argv[0]} of context {context!r} failed: {e} {hint}".strip()
         ) from None
     stderr = run.stderr or ""
     if run.returncode != 0:
         detail = (stderr.strip().splitlines() or [f"exit {run.returncode}"])[-1]
-        raise CliError(f"credential plugin {argv[0]} of context {context!r} failed: {detail}")
+        raise ClientError(f"credential plugin {argv[0]} of context {context!r} failed: {detail}")
     if stderr:
         sys.stderr.write(stderr)
     try:
         status = json.loads(run.stdout).get("status") or {}
     except (ValueError, AttributeError):
-        raise CliError(
+        raise ClientError(
             f"credential plugin {argv[0]} of context {context!r} printed no ExecCredential"
         ) from None
     cert, key = status.get("clientCertificateData"), status.get("clientKeyData")
@@ -325,7 +325,9 @@ def _load_client_cert(ctx: ssl.SSLContext, creds: Credentials, context: str) -> 
         else:
             ctx.load_cert_chain(str(creds.cert_file), creds.key_file)
     except (OSError, ssl.SSLError) as e:
-        raise CliError(f"cannot load the client certificate of context {context!r}: {_reason(e)}") from None
+        raise ClientError(
+            f"cannot load the client certificate of context {context!r}: {_reason(e)}"
+        ) from None
 
 
 @contextlib.contextmanager

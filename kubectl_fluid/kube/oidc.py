@@ -20,43 +20,27 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from kubectl_fluid.cli.errors import CliError
-from kubectl_fluid.cli.kubeconfig import AuthProvider
+from kubectl_fluid.kube.errors import ClientError
+from kubectl_fluid.kube.kubeconfig import AuthProvider, parse
 
 ID_TOKEN = "id-token"
 REFRESH_TOKEN = "refresh-token"
-KNOWN = frozenset(
-    {
-        "client-id",
-        "client-secret",
-        ID_TOKEN,
-        REFRESH_TOKEN,
-        "idp-issuer-url",
-        "idp-certificate-authority",
-        "idp-certificate-authority-data",
-        "extra-scopes",
-    }
-)
 JSON = "application/json"
 EXPIRY_DELTA = 10.0  # client-go's: a token this close to its expiry is refreshed
 
 
 def expired(id_token: str, now: float) -> bool:
     """Whether an ID token (a JWT) is expired or about to be; one without ``exp`` counts as expired,
-    as in client-go. Raises CliError for something that is not a JWT."""
+    as in client-go. Raises ClientError for something that is not a JWT."""
     parts = id_token.split(".")
     if len(parts) != 3:
-        raise CliError("the id-token of the oidc auth-provider is not a JWT")
+        raise ClientError("the id-token of the oidc auth-provider is not a JWT")
     try:
         claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
         exp = float(claims.get("exp") or 0)
     except (ValueError, AttributeError, TypeError):
-        raise CliError("the id-token of the oidc auth-provider has no readable claims") from None
+        raise ClientError("the id-token of the oidc auth-provider has no readable claims") from None
     return now + EXPIRY_DELTA >= exp
-
-
-def unknown_keys(config: Mapping[str, str]) -> list[str]:
-    return sorted(k for k in config if k not in KNOWN)
 
 
 def token(provider: AuthProvider, now: float | None = None) -> str:
@@ -65,20 +49,20 @@ def token(provider: AuthProvider, now: float | None = None) -> str:
     owner = f'the oidc auth-provider of user "{provider.user}"'
     for key in ("client-id", "idp-issuer-url"):
         if not config.get(key):
-            raise CliError(f"{owner} has no {key}; kubectl requires it too")
+            raise ClientError(f"{owner} has no {key}; kubectl requires it too")
     current = config.get(ID_TOKEN, "")
     if current and not expired(current, time.time() if now is None else now):
         return current
     refresh = config.get(REFRESH_TOKEN, "")
     if not refresh:
-        raise CliError(
+        raise ClientError(
             f"{owner} has {'an expired' if current else 'no'} id-token and no refresh-token: "
             "log in again with your identity provider's tool (for example kubectl oidc-login)"
         )
     answer = _refresh(config, refresh, owner)
     new_id = answer.get("id_token")
     if not isinstance(new_id, str) or not new_id:
-        raise CliError(
+        raise ClientError(
             f"{owner}: the token response of {config['idp-issuer-url']} did not contain an id_token"
         )
     updated = {ID_TOKEN: new_id}
@@ -100,7 +84,9 @@ def _context(config: Mapping[str, str], owner: str) -> ssl.SSLContext:
         elif config.get("idp-certificate-authority"):
             ctx = ssl.create_default_context(cafile=config["idp-certificate-authority"])
     except (OSError, ssl.SSLError, ValueError) as e:
-        raise CliError(f"cannot load the identity provider's certificate authority of {owner}: {e}") from None
+        raise ClientError(
+            f"cannot load the identity provider's certificate authority of {owner}: {e}"
+        ) from None
     return ctx
 
 
@@ -124,7 +110,7 @@ def _refresh(config: Mapping[str, str], refresh: str, owner: str) -> dict[str, A
         discovery = fetch(urllib.request.Request(f"{issuer}/.well-known/openid-configuration"))
         endpoint = str(discovery["token_endpoint"])
     except (OSError, ValueError, KeyError) as e:
-        raise CliError(f"{owner}: cannot discover the token endpoint of {issuer}: {e}") from None
+        raise ClientError(f"{owner}: cannot discover the token endpoint of {issuer}: {e}") from None
     form = {"grant_type": "refresh_token", "refresh_token": refresh}
     client_id, secret = config["client-id"], config.get("client-secret", "")
     basic = base64.b64encode(f"{_q(client_id)}:{_q(secret)}".encode()).decode()
@@ -152,7 +138,7 @@ def _refresh(config: Mapping[str, str], refresh: str, owner: str) -> dict[str, A
         except (OSError, ValueError) as e:
             last = e
             break
-    raise CliError(f"{owner}: refreshing the id-token at {endpoint} failed: {last}")
+    raise ClientError(f"{owner}: refreshing the id-token at {endpoint} failed: {last}")
 
 
 def _q(value: str) -> str:
@@ -167,8 +153,6 @@ def persist(path: Path, user: str, updated: Mapping[str, str]) -> None:
     comments are lost, as with kubectl."""
     import yaml
 
-    from kubectl_fluid.cli.kubeconfig import parse
-
     text = path.read_text()
     document = parse(text, str(path))
     for entry in document.get("users") or ():
@@ -177,7 +161,7 @@ def persist(path: Path, user: str, updated: Mapping[str, str]) -> None:
             provider.setdefault("config", {}).update(updated)
             break
     else:
-        raise CliError(f'cannot write refreshed tokens: user "{user}" is no longer in {path}')
+        raise ClientError(f'cannot write refreshed tokens: user "{user}" is no longer in {path}')
     out = json.dumps(document, indent=2) if text.lstrip().startswith("{") else yaml.safe_dump(document)
     tmp = path.with_name(f".{path.name}.kubectl-fluid-{os.getpid()}")
     try:
@@ -186,4 +170,4 @@ def persist(path: Path, user: str, updated: Mapping[str, str]) -> None:
         os.replace(tmp, path)
     except OSError as e:
         tmp.unlink(missing_ok=True)
-        raise CliError(f"cannot write refreshed tokens to {path}: {e.strerror}") from None
+        raise ClientError(f"cannot write refreshed tokens to {path}: {e.strerror}") from None

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kubectl_fluid.cli.errors import CliError
-from kubectl_fluid.cli.kubeconfig import load
+from kubectl_fluid.kube.errors import ClientError
+from kubectl_fluid.kube.kubeconfig import load
 
 
 def config(
@@ -128,7 +128,7 @@ def test_in_cluster_when_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     sa.mkdir()
     (sa / "token").write_text("t")
     (sa / "namespace").write_text("apps\n")
-    monkeypatch.setattr("kubectl_fluid.cli.kubeconfig.IN_CLUSTER_DIR", sa)
+    monkeypatch.setattr("kubectl_fluid.kube.kubeconfig.IN_CLUSTER_DIR", sa)
     env = {"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "443"}
     access = load(None, None, env=env, home=tmp_path)
     assert access.server == "https://[fd00::1]:443"
@@ -149,23 +149,23 @@ def test_in_cluster_when_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 def test_errors_say_what_to_do(
     tmp_path: Path, content: dict[str, Any], context: str | None, says: str
 ) -> None:
-    with pytest.raises(CliError, match=says):
+    with pytest.raises(ClientError, match=says):
         load(str(write(tmp_path / "k", content)), context, env={}, home=tmp_path)
 
 
 def test_missing_files(tmp_path: Path) -> None:
-    with pytest.raises(CliError, match="not found; pass an existing file"):
+    with pytest.raises(ClientError, match="not found; pass an existing file"):
         load(str(tmp_path / "nope"), None, env={}, home=tmp_path)
-    with pytest.raises(CliError, match="no kubeconfig found; set KUBECONFIG or pass --kubeconfig"):
+    with pytest.raises(ClientError, match="no kubeconfig found; set KUBECONFIG or pass --kubeconfig"):
         load(None, None, env={}, home=tmp_path)
 
 
 def test_unparsable_file(tmp_path: Path) -> None:
     (tmp_path / "k").write_text("clusters: [\n")
-    with pytest.raises(CliError, match="cannot be parsed"):
+    with pytest.raises(ClientError, match="cannot be parsed"):
         load(str(tmp_path / "k"), None, env={}, home=tmp_path)
     (tmp_path / "k").write_text("- a list\n")
-    with pytest.raises(CliError, match="not a mapping"):
+    with pytest.raises(ClientError, match="not a mapping"):
         load(str(tmp_path / "k"), None, env={}, home=tmp_path)
 
 
@@ -173,7 +173,7 @@ def test_unparsable_file(tmp_path: Path) -> None:
 def test_a_boolean_field_that_is_not_a_yaml_boolean_is_refused_naming_it(tmp_path: Path, value: Any) -> None:
     # "false" in quotes is a string; read as bool() it would turn TLS verification *off*.
     path = write(tmp_path / "k", config(cluster={"insecure-skip-tls-verify": value}))
-    with pytest.raises(CliError) as e:
+    with pytest.raises(ClientError) as e:
         load(str(path), None, env={}, home=tmp_path)
     assert "insecure-skip-tls-verify" in str(e.value)
     assert 'cluster "c"' in str(e.value)
@@ -201,7 +201,7 @@ def test_every_boolean_field_is_checked(tmp_path: Path, where: str, key: str) ->
         content = config(cluster={key: "false"})
     else:
         content = config(user={"exec": {"command": "x", "apiVersion": "v1", key: "false"}})
-    with pytest.raises(CliError, match=key):
+    with pytest.raises(ClientError, match=key):
         load(str(write(tmp_path / "k", content)), None, env={}, home=tmp_path)
 
 

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubectl_fluid.cli.errors import CliError
-from kubectl_fluid.cli.proxy import Proxy, proxy_for
+from kubectl_fluid.kube.errors import ClientError
+from kubectl_fluid.kube.proxy import Proxy, proxy_for
 
 
 def test_proxy_url_wins_and_applies_to_loopback_too() -> None:
@@ -75,9 +75,9 @@ def test_the_schemes_go_dials_with_their_default_ports(url: str, proxy: Proxy) -
 
 @pytest.mark.parametrize("url", ["socks4://p:1080", "ftp://p"])
 def test_other_proxy_schemes_are_one_clear_error(url: str) -> None:
-    with pytest.raises(CliError, match="neither kubectl nor kubectl fluid can use: use one of http://"):
+    with pytest.raises(ClientError, match="neither kubectl nor kubectl fluid can use: use one of http://"):
         proxy_for("https://a", url, {})
-    with pytest.raises(CliError, match="HTTPS_PROXY"):
+    with pytest.raises(ClientError, match="HTTPS_PROXY"):
         proxy_for("https://a", None, {"HTTPS_PROXY": url})
 
 

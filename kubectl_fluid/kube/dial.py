@@ -1,4 +1,4 @@
-"""How a connection reaches the API server: directly, or through the proxy ``kubectl_fluid.cli.proxy``
+"""How a connection reaches the API server: directly, or through the proxy ``kubectl_fluid.kube.proxy``
 chose, as Go's net/http dials one.
 
 - ``http://`` proxy: a CONNECT tunnel for an HTTPS server (TLS end to end); for a plain-HTTP server,
@@ -21,8 +21,8 @@ import ssl
 import struct
 from typing import Any
 
-from kubectl_fluid.cli.errors import CliError
-from kubectl_fluid.cli.proxy import Proxy
+from kubectl_fluid.kube.errors import ClientError
+from kubectl_fluid.kube.proxy import Proxy
 
 SOCKS_REPLIES = {
     1: "general SOCKS server failure",
@@ -64,7 +64,7 @@ def connect(
         sock = socket.create_connection((proxy.host, proxy.port), timeout=timeout)
         if proxy.scheme == "https":
             if context is None:
-                raise CliError("an https:// proxy needs TLS settings; this is a bug")
+                raise ClientError("an https:// proxy needs TLS settings; this is a bug")
             sock = context.wrap_socket(sock, server_hostname=proxy.host)
         if not https:
             return sock

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_fluid.cli.errors import ApiError, CliError, Unreachable
-from kubectl_fluid.cli.kubeconfig import Access, Credentials
-from kubectl_fluid.cli.transport import Api, warning_text
+from kubectl_fluid.kube.errors import ApiError, ClientError, Unreachable
+from kubectl_fluid.kube.kubeconfig import Access, Credentials
+from kubectl_fluid.kube.transport import Api, warning_text
 from tests.connectproxy import ConnectProxy, connect_proxy_running
 from tests.unit.fake_apiserver import Server, access, cert, pem
 
@@ -69,7 +69,7 @@ def test_a_token_that_is_not_one_line_is_said_to_be_so(server: Server, tmp_path:
     (tmp_path / "kubeconfig").write_text("apiVersion: v1\nkind: Config\nusers: []\n")
     with (
         Api(access(server, token_file=str(tmp_path / "kubeconfig"))) as api,
-        pytest.raises(CliError, match=r"the bearer token from tokenFile .*kubeconfig holds a line break"),
+        pytest.raises(ClientError, match=r"the bearer token from tokenFile .*kubeconfig holds a line break"),
     ):
         api.request("GET", "/x")
 
@@ -158,16 +158,16 @@ def test_a_silent_server_times_out() -> None:
 
 
 def test_bad_server_urls_and_credentials_are_cli_errors(server: Server) -> None:
-    with pytest.raises(CliError, match="not an http"):
+    with pytest.raises(ClientError, match="not an http"):
         Api(Access(server="ftp://x", namespace="d", context="t"))
     with (
         Api(access(server, cert_data=b"garbage", key_data=b"garbage")) as api,
-        pytest.raises(CliError, match="client certificate"),
+        pytest.raises(ClientError, match="client certificate"),
     ):
         api.request("GET", "/x")
     with (
         Api(Access(server=server.url, namespace="d", context="t", ca_data=b"garbage")) as api,
-        pytest.raises(CliError, match="certificate authority"),
+        pytest.raises(ClientError, match="certificate authority"),
     ):
         api.request("GET", "/x")
 
@@ -191,7 +191,7 @@ def test_exec_credential_plugin(server: Server, tmp_path: Path) -> None:
     failing.chmod(0o755)
     with (
         Api(access(server, exec_config={"command": str(failing)})) as api,
-        pytest.raises(CliError, match="please log in"),
+        pytest.raises(ClientError, match="please log in"),
     ):
         api.request("GET", "/x")
 
@@ -235,5 +235,7 @@ def test_environment_proxy_skips_loopback_as_client_go_does(
 
 def test_a_proxy_of_an_unknown_scheme_is_refused_in_one_line(server: Server) -> None:
     socks = Access(server=server.url, namespace="d", context="t", proxy_url="socks4://127.0.0.1:1080")
-    with pytest.raises(CliError, match=r"socks4:// proxy, which neither kubectl nor kubectl fluid can use"):
+    with pytest.raises(
+        ClientError, match=r"socks4:// proxy, which neither kubectl nor kubectl fluid can use"
+    ):
         Api(socks, env={})

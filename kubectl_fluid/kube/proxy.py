@@ -5,7 +5,7 @@ client-go takes ``proxy-url`` for every request of that cluster, loopback includ
 ``http.ProxyFromEnvironment`` picks the variable by the server's scheme, never proxies ``localhost``
 or a loopback address, and skips hosts ``NO_PROXY`` lists (``*``, IPs, CIDRs, domains with or
 without a leading dot, each optionally with a port). The schemes Go's transport serves are served
-(``http``, ``https``, ``socks5``, ``socks5h``; ``kubectl_fluid.cli.dial`` connects through them);
+(``http``, ``https``, ``socks5``, ``socks5h``; ``kubectl_fluid.kube.dial`` connects through them);
 any other is refused in one line rather than silently bypassed.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-from kubectl_fluid.cli.errors import CliError
+from kubectl_fluid.kube.errors import ClientError
 
 # Each scheme Go's net/http transport dials, and its default port.
 SCHEMES = {"http": 80, "https": 443, "socks5": 1080, "socks5h": 1080}
@@ -39,16 +39,16 @@ def parse_proxy(url: str, source: str) -> Proxy:
     # Go's httpproxy reads a scheme-less value (``proxy:3128``) as http.
     split = urlsplit(url if "://" in url else f"http://{url}")
     if split.scheme not in SCHEMES:
-        raise CliError(
+        raise ClientError(
             f"proxy {url!r} ({source}) is a {split.scheme}:// proxy, which neither kubectl nor kubectl "
             f"fluid can use: use one of {', '.join(f'{s}://' for s in SCHEMES)}, or unset it for this command"
         )
     try:
         port = split.port or SCHEMES[split.scheme]
     except ValueError:
-        raise CliError(f"proxy {url!r} ({source}) has an invalid port") from None
+        raise ClientError(f"proxy {url!r} ({source}) has an invalid port") from None
     if not split.hostname:
-        raise CliError(f"proxy {url!r} ({source}) names no host")
+        raise ClientError(f"proxy {url!r} ({source}) names no host")
     userinfo = None
     if split.username is not None:
         userinfo = f"{unquote(split.username)}:{unquote(split.password or '')}"

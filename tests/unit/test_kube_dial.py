@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from kubectl_fluid.cli.errors import Unreachable
-from kubectl_fluid.cli.kubeconfig import Access, Credentials
-from kubectl_fluid.cli.transport import Api
+from kubectl_fluid.kube.errors import Unreachable
+from kubectl_fluid.kube.kubeconfig import Access, Credentials
+from kubectl_fluid.kube.transport import Api
 from tests.connectproxy import ConnectProxy, connect_proxy_running
 from tests.socksproxy import socks_proxy_running
 from tests.unit.fake_apiserver import Server, cert, pem
