@@ -4,13 +4,13 @@ local runs). The node service mirrors its mounts to FuseMount objects unless ``-
 (csi-sanity and runs without a cluster).
 
 The controller's backend (``--backend``): ``curvine``, the default, makes and removes volume
-directories in the real Curvine cluster through FUSE mounts this process owns (csi/curvinebackend.py,
+directories in the real Curvine cluster through FUSE mounts this process owns (csi/backends/curvinebackend.py,
 under ``--state-dir``); it reads a deleted volume's masters from its PV (``--kubeconfig``, or in
 cluster). ``local`` (implied by ``--backend-root``) uses the directory tree the FUSE stand-in
 serves, for development and tests that need no Curvine.
 
 ``--mode node`` also registers the driver with kubelet itself, as the node-driver-registrar sidecar
-would (csi/registration.py): a socket in kubelet's ``plugins_registry`` (``--plugin-registration-dir``)
+would (csi/rpc/registration.py): a socket in kubelet's ``plugins_registry`` (``--plugin-registration-dir``)
 telling kubelet where the CSI socket is (``--kubelet-registration-path``); ``--no-registration`` for a
 node service no kubelet is to find (the local cluster's stand-in).
 
@@ -40,18 +40,18 @@ from typing import Any
 
 import kr8s.asyncio
 
-from csi.backend import Backend, LocalBackend
-from csi.controller_service import ControllerServicer, PvLookup
-from csi.curvinebackend import CurvineBackend
-from csi.fusebinary import fuse_binary_problem
-from csi.fuseconfig import NodeSettingsError, load_node_settings
-from csi.fusepods import FusePodManager
-from csi.fuserunner import FuseRunner
-from csi.identity import IdentityServicer
-from csi.node_service import NodeService
-from csi.publisher import MirrorPublisher
-from csi.registration import KubeletRegistration
-from csi.server import DEFAULT_GRACE_SECONDS, CsiServer, EndpointError, serve_until_signalled, socket_path
+from csi.backends.backend import Backend, LocalBackend
+from csi.backends.curvinebackend import CurvineBackend
+from csi.fuse.fusebinary import fuse_binary_problem
+from csi.fuse.fuseconfig import NodeSettingsError, load_node_settings
+from csi.fuse.fusepods import FusePodManager
+from csi.fuse.fuserunner import FuseRunner
+from csi.node.publisher import MirrorPublisher
+from csi.rpc.controller_service import ControllerServicer, PvLookup
+from csi.rpc.identity import IdentityServicer
+from csi.rpc.node_service import NodeService
+from csi.rpc.registration import KubeletRegistration
+from csi.rpc.server import DEFAULT_GRACE_SECONDS, CsiServer, EndpointError, serve_until_signalled, socket_path
 from kubectl_fluid import logs
 from kubectl_fluid.api import names
 from kubectl_fluid.health import HealthServer
@@ -80,7 +80,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--fuse-binary",
         default=names.FUSE_BINARY,
         help="the FUSE program, the real curvine-fuse by default; several words (e.g. the development "
-        "stand-in 'python -m csi.fusestandin') are split on spaces",
+        "stand-in 'python -m csi.standin.fusestandin') are split on spaces",
     )
     p.add_argument(
         "--fuse-config",

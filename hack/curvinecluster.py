@@ -147,8 +147,8 @@ def mounted(
     """A curvine-fuse of its own (no CSI driver involved) serving ``fs_path`` of the cluster at
     ``mnt``, with the nodes' settings, until the block ends (SIGTERM; a stale mount is detached).
     Yields the process once the kernel shows the mount."""
-    from csi.fuseconfig import fuse_config  # the venv's: hack's standard-library users never get here
-    from csi.params import FuseParams
+    from csi.fuse.fuseconfig import fuse_config  # the venv's: hack's standard-library users never get here
+    from csi.model.params import FuseParams
 
     mnt.mkdir(parents=True, exist_ok=True)
     settings = tomllib.loads(layout.node_settings.read_text())

@@ -236,7 +236,7 @@ def ensure_curvine(cluster: Cluster) -> curvinecluster.Layout | None:
 def fuse_program(layout: curvinecluster.Layout | None) -> list[str]:
     """The CSI driver's FUSE flags: the real curvine-fuse with the nodes' settings, or the stand-in."""
     if layout is None:
-        return [f"--fuse-binary={sys.executable} -m csi.fusestandin"]
+        return [f"--fuse-binary={sys.executable} -m csi.standin.fusestandin"]
     return [f"--fuse-binary={layout.fuse}", f"--fuse-config={layout.node_settings}"]
 
 

@@ -1,6 +1,6 @@
 """The command line of the real ``curvine-fuse`` (Curvine bff4e7d, ``curvine-fuse list-config-flags``)
 as StorageClass tuning keys (SPEC §5): one place for the names the CSI driver accepts, hands over,
-renames or drops. csi/tuning.py gives each group its value shape.
+renames or drops. csi/model/tuning.py gives each group its value shape.
 
 A tuning key is the flag's own long name (``io-threads`` is ``--io-threads``). Besides those, the
 design document's older keys are accepted and translated: ``mnt-per-task`` became ``tasks-per-mnt``,

@@ -17,7 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from csi import mounts
+from csi.fuse import mounts
 from tests.bench.bench_controller import rss_mb
 from tests.bench.report import Report, at_least, at_most, percentile
 from tests.unit.test_csi_node import Driver
@@ -48,7 +48,7 @@ def bare_standin_ms(root: Path, rounds: int = 5) -> list[float]:
             [
                 sys.executable,
                 "-m",
-                "csi.fusestandin",
+                "csi.standin.fusestandin",
                 "--master-addrs",
                 "b:1",
                 "--fs-path",

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from csi import mounts
+from csi.fuse import mounts
 from csi.proto import csi_pb2
 from kubectl_fluid.api import names
 from tests.bench.bench_csi import bare_bind_ms

@@ -139,7 +139,9 @@ class CsiNode(LocalProcess):
     kubeconfig: Path
     proc: subprocess.Popen[bytes] | None = None
     extra: list[str] = field(default_factory=list)
-    fuse: list[str] = field(default_factory=lambda: ["--fuse-binary", f"{sys.executable} -m csi.fusestandin"])
+    fuse: list[str] = field(
+        default_factory=lambda: ["--fuse-binary", f"{sys.executable} -m csi.standin.fusestandin"]
+    )
 
     @property
     def socket(self) -> Path:

@@ -7,10 +7,10 @@ from typing import Literal
 
 from hypothesis import strategies as st
 
-from csi import state as node
-from csi.errors import StateConflict
-from csi.mountkey import fuse_mount_dir, mount_key
-from csi.params import VolumeParams, parse_params
+from csi.model.errors import StateConflict
+from csi.model.mountkey import fuse_mount_dir, mount_key
+from csi.model.params import VolumeParams, parse_params
+from csi.node import state as node
 from kubectl_fluid.api import names
 
 ROOT = "/plugins"

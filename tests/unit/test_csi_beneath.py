@@ -1,4 +1,4 @@
-"""Resolving a volume's directory beneath a mount without following symlinks (csi/beneath.py), with
+"""Resolving a volume's directory beneath a mount without following symlinks (csi/fuse/beneath.py), with
 openat2 and with the component walk kept for kernels without it, on a real tree (a tmpfs standing
 for the FUSE mount, a bind mount inside it standing for another filesystem)."""
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as strat
 
-from csi import beneath, mounts
+from csi.fuse import beneath, mounts
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the tree's mounts need root")
 

@@ -17,14 +17,14 @@ from typing import Any
 import grpc
 import pytest
 
-from csi import mounts
-from csi.backend import BackendPathError, BackendUnavailable, Cluster
-from csi.controller_service import ControllerServicer, masters_of_pv
-from csi.curvinebackend import CurvineBackend
-from csi.identity import IdentityServicer
+from csi.backends.backend import BackendPathError, BackendUnavailable, Cluster
+from csi.backends.curvinebackend import CurvineBackend
+from csi.fuse import mounts
+from csi.model.volumes import parse_volume_handle
 from csi.proto import csi_pb2, csi_pb2_grpc
-from csi.server import CsiServer
-from csi.volumes import parse_volume_handle
+from csi.rpc.controller_service import ControllerServicer, masters_of_pv
+from csi.rpc.identity import IdentityServicer
+from csi.rpc.server import CsiServer
 from kubectl_fluid.api import names
 from tests.unit.test_csi_grpc import LoopThread, create_request
 
@@ -34,7 +34,7 @@ pytestmark = pytest.mark.skipif(
 
 MASTERS = "m1.cache:8995"
 CLUSTER = names.cluster_id(MASTERS)
-STANDIN = [sys.executable, "-m", "csi.fusestandin"]
+STANDIN = [sys.executable, "-m", "csi.standin.fusestandin"]
 
 
 class Bed:

@@ -1,4 +1,4 @@
-"""curvine-fuse's configuration file per mount key (csi/fuseconfig.py): the node's FUSE settings with
+"""curvine-fuse's configuration file per mount key (csi/fuse/fuseconfig.py): the node's FUSE settings with
 the volume's masters, read back by TOML and by the real curvine-fuse."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from csi import fusecmd
-from csi.fuseconfig import NodeSettingsError, fuse_config, load_node_settings, write_fuse_config
-from csi.params import parse_params
+from csi.fuse.fuseconfig import NodeSettingsError, fuse_config, load_node_settings, write_fuse_config
+from csi.model import fusecmd
+from csi.model.params import parse_params
 from kubectl_fluid.api import names
 from tests.unit.curvine_real import requires_real_fuse, validate_config
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from csi import mounts
-from csi.fusemanager import FuseManager, is_fuse_mount, pid_alive
-from csi.processes import process_start_time, signal_process
+from csi.fuse import mounts
+from csi.fuse.fusemanager import FuseManager, is_fuse_mount, pid_alive
+from csi.fuse.processes import process_start_time, signal_process
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or not Path("/dev/fuse").exists(), reason="real FUSE mounts need root and /dev/fuse"
@@ -26,7 +26,7 @@ def argv(mnt: Path) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "csi.fusestandin",
+        "csi.standin.fusestandin",
         "--master-addrs",
         "m:8995",
         "--fs-path",

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from csi.fusepod import fuse_pod
+from csi.fuse.fusepod import fuse_pod
 from kubectl_fluid.api import names
 
 NODE = "node-a.example.internal"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from csi import fusestandin
+from csi.standin import fusestandin
 from kubectl_fluid.api import curvinefuse as cf
 from kubectl_fluid.api import names
 
@@ -86,7 +86,7 @@ class Standins:
         return [
             sys.executable,
             "-m",
-            "csi.fusestandin",
+            "csi.standin.fusestandin",
             "--master-addrs",
             master_addrs,
             "--fs-path",
@@ -129,7 +129,7 @@ class Standins:
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
         """Run the stand-in to completion (for invocations that must fail at once)."""
         return subprocess.run(
-            [sys.executable, "-m", "csi.fusestandin", *args],
+            [sys.executable, "-m", "csi.standin.fusestandin", *args],
             cwd=REPO,
             env=self.env(),
             stdin=subprocess.DEVNULL,

@@ -1,4 +1,4 @@
-"""The node service's state writes (csi/node_service.py, group commit): a call answers only once the
+"""The node service's state writes (csi/rpc/node_service.py, group commit): a call answers only once the
 state it leaves is on disk, concurrent calls share one write, and a failed write fails the calls
 waiting on it without being forgotten by the next one."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from csi import state as node
-from csi import statefile
-from csi.node_service import NodeService
+from csi.node import state as node
+from csi.node import statefile
+from csi.rpc.node_service import NodeService
 from tests.unit.csi_samples import KEY_PARAMS, ROOT, key_of
 
 KEY = key_of(0)

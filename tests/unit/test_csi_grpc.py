@@ -22,11 +22,11 @@ from typing import Any, TypeVar
 import grpc
 import pytest
 
-from csi.backend import BackendPathError, Cluster, LocalBackend
-from csi.controller_service import ControllerServicer
-from csi.identity import IdentityServicer
+from csi.backends.backend import BackendPathError, Cluster, LocalBackend
 from csi.proto import csi_pb2, csi_pb2_grpc
-from csi.server import CsiServer, EndpointError, socket_path
+from csi.rpc.controller_service import ControllerServicer
+from csi.rpc.identity import IdentityServicer
+from csi.rpc.server import CsiServer, EndpointError, socket_path
 from kubectl_fluid.api import names
 
 REPO = Path(__file__).resolve().parents[2]

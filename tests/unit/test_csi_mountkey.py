@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from csi.errors import InvalidParameter
-from csi.fusecmd import fuse_args, fuse_argv
-from csi.mountkey import fuse_mount_dir, mount_key, mount_key_dir, pod_sub_path, staging_path
-from csi.params import FuseParams, parse_params
+from csi.model.errors import InvalidParameter
+from csi.model.fusecmd import fuse_args, fuse_argv
+from csi.model.mountkey import fuse_mount_dir, mount_key, mount_key_dir, pod_sub_path, staging_path
+from csi.model.params import FuseParams, parse_params
 from kubectl_fluid.api import curvinefuse as cf
 from kubectl_fluid.api import names
 from tests.unit.csi_samples import MASTERS, params
@@ -30,7 +30,7 @@ def test_mount_key_is_a_pinned_label_value() -> None:
     # FUSE after an upgrade); changing it must be deliberate, with this value.
     assert key == mount_key(FuseParams(master_addrs=MASTERS, fs_path="/"))
     assert key == "fa71d886fc2e1e734a907e086abdbb2c"
-    # ... and it is what csi/mountkey.py documents.
+    # ... and it is what csi/model/mountkey.py documents.
     documented = b'["fluid-mount-key/v1","m1.team-a.svc:8995,m2.team-a.svc:8995","/",[]]'
     assert key == hashlib.sha256(documented).hexdigest()[:32]
     tuned = b'["fluid-mount-key/v1","m1:1","/a",[["direct-io","true"],["io-threads","4"]]]'
@@ -42,7 +42,7 @@ def test_mount_key_is_a_pinned_label_value() -> None:
 
 def test_mount_key_is_stable_across_processes() -> None:
     code = (
-        "from csi.mountkey import mount_key; from csi.params import parse_params; "
+        "from csi.model.mountkey import mount_key; from csi.model.params import parse_params; "
         f"print(mount_key(parse_params({{'{MASTER}': '{MASTERS}', 'io-threads': '4'}})))"
     )
     other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

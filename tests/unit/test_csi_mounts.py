@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from csi import mounts
+from csi.fuse import mounts
 
 SAMPLE = (
     "36 35 98:0 /mnt1 /mnt/parent rw,noatime master:1 - ext3 /dev/root rw,errors=continue\n"

@@ -23,7 +23,7 @@ from typing import Any
 import grpc
 import pytest
 
-from csi import mounts
+from csi.fuse import mounts
 from csi.proto import csi_pb2, csi_pb2_grpc
 from kubectl_fluid.api import names
 
@@ -39,7 +39,7 @@ MOUNT = csi_pb2.VolumeCapability(
 )
 
 
-STANDIN = f"{sys.executable} -m csi.fusestandin"
+STANDIN = f"{sys.executable} -m csi.standin.fusestandin"
 MASTERS = "m1:8995"
 
 
@@ -136,7 +136,7 @@ class Driver:
         return [
             int(line.split()[0])
             for line in out.splitlines()
-            if "-m csi.fusestandin --conf" in line and plugins in line
+            if "-m csi.standin.fusestandin --conf" in line and plugins in line
         ]
 
     def state(self) -> dict[str, Any]:

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from csi import tuning
-from csi.errors import InvalidParameter
-from csi.params import VolumeParams, normalize_curvine_path, parse_params
+from csi.model import tuning
+from csi.model.errors import InvalidParameter
+from csi.model.params import VolumeParams, normalize_curvine_path, parse_params
 from kubectl_fluid.api import curvinefuse as cf
 from kubectl_fluid.api import names
 from tests.unit.csi_samples import MASTERS, params

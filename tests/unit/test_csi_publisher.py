@@ -3,8 +3,8 @@ deletions of the ones whose mount is gone. (Against a real API server: tests/e2e
 
 from __future__ import annotations
 
-from csi import state as node
-from csi.publisher import changes, desired_objects
+from csi.node import state as node
+from csi.node.publisher import changes, desired_objects
 from kubectl_fluid.api import names
 from tests.unit.csi_samples import KEY_PARAMS, ROOT, key_of
 

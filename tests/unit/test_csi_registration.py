@@ -22,8 +22,8 @@ import grpc
 import pytest
 
 from csi.proto import csi_pb2, csi_pb2_grpc, pluginregistration_pb2, pluginregistration_pb2_grpc
-from csi.registration import KubeletRegistration
-from csi.server import EndpointError
+from csi.rpc.registration import KubeletRegistration
+from csi.rpc.server import EndpointError
 from kubectl_fluid.api import names
 from tests.unit.test_csi_grpc import LoopThread
 
@@ -271,8 +271,8 @@ def node_service(root: Path, *extra: str) -> tuple[subprocess.Popen[bytes], Path
     log = root / "node.log"
     argv = [sys.executable, "-m", "csi.main", "--mode", "node", "--endpoint", f"unix://{root}/csi.sock",
             "--node-id", "n1", "--state-dir", str(root / "state"), "--mount-root", str(root / "plugins"),
-            "--fuse-binary", f"{sys.executable} -m csi.fusestandin", "--no-mirror", "--log-format", "text",
-            *extra]  # fmt: skip
+            "--fuse-binary", f"{sys.executable} -m csi.standin.fusestandin", "--no-mirror",
+            "--log-format", "text", *extra]  # fmt: skip
     with open(log, "ab") as out:
         proc = subprocess.Popen(argv, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
     return proc, log

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from csi import mounts
+from csi.fuse import mounts
 
 CACHE = Path(os.environ.get("KUBECTL_FLUID_CACHE", Path.home() / ".cache" / "kubectl-fluid"))
 
@@ -37,7 +37,7 @@ def test_csi_sanity_passes_and_leaves_nothing_behind(tmp_path: Path) -> None:
     params = tmp_path / "params.yaml"
     params.write_text('master-addrs: "m1:8995"\nfs-path: "/"\npath-type: DirectoryOrCreate\n')
     env = {**os.environ, "CURVINE_STANDIN_DATA": str(tmp_path / "data")}
-    standin = f"{sys.executable} -m csi.fusestandin"
+    standin = f"{sys.executable} -m csi.standin.fusestandin"
     argv = [sys.executable, "-m", "csi.main", "--mode", "all", "--endpoint", f"unix://{sock}",
             "--node-id", "n1", "--state-dir", str(tmp_path / "state"),
             "--mount-root", str(tmp_path / "plugins"),

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from csi import state as node
-from csi.errors import StateConflict
+from csi.model.errors import StateConflict
+from csi.node import state as node
 from tests.unit.csi_samples import KEY_PARAMS, OPS, ROOT, TARGETS, VOLUME_KEYS, Op, key_of, staging
 
 KEY = key_of(0)

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from csi import state as node
-from csi.errors import StateFileError
-from csi.mirror import to_fusemount
-from csi.mountkey import fuse_mount_dir
-from csi.statefile import CorruptState, from_json, load, save_atomic, to_json
+from csi.model.errors import StateFileError
+from csi.model.mountkey import fuse_mount_dir
+from csi.node import state as node
+from csi.node.mirror import to_fusemount
+from csi.node.statefile import CorruptState, from_json, load, save_atomic, to_json
 from kubectl_fluid.api import names
 from kubectl_fluid.api.fusemount import FuseMount
 from tests.unit.csi_samples import KEY_PARAMS, ROOT, key_of, states

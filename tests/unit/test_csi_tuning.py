@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from csi import fusecmd
-from csi.errors import InvalidParameter
-from csi.fuseconfig import fuse_config
-from csi.params import VolumeParams, parse_params
+from csi.fuse.fuseconfig import fuse_config
+from csi.model import fusecmd
+from csi.model.errors import InvalidParameter
+from csi.model.params import VolumeParams, parse_params
 from kubectl_fluid.api import curvinefuse as cf
 from kubectl_fluid.api import names
 from tests.unit.curvine_real import list_config_flags, requires_real_fuse, validate_config

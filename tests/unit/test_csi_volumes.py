@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from csi.errors import ClientlessVolume, InvalidParameter
-from csi.volumes import (
+from csi.model.errors import ClientlessVolume, InvalidParameter
+from csi.model.volumes import (
     ContextVolume,
     VolumeHandle,
     create_volume_ids,

@@ -640,7 +640,7 @@ def driver_args(container: Doc) -> argparse.Namespace:
 
 
 def socket_of(endpoint: str) -> str:
-    from csi.server import socket_path
+    from csi.rpc.server import socket_path
 
     return str(socket_path(endpoint))
 
@@ -794,7 +794,7 @@ def test_csi_node_propagates_only_the_drivers_own_directories() -> None:
 
 
 def test_csi_node_runs_fuse_in_standalone_pods_serving_the_controllers_data() -> None:
-    from csi.fusepods import FusePodManager
+    from csi.fuse.fusepods import FusePodManager
     from csi.main import build_fuse_runner
 
     node = container_named(pod_spec(CSI_NODE, "DaemonSet"), "csi-driver")
@@ -908,7 +908,7 @@ def test_csi_roles_are_bound_to_the_workloads_service_accounts() -> None:
 
 
 def test_storage_class_sample_passes_the_drivers_validator() -> None:
-    from csi.params import parse_params
+    from csi.model.params import parse_params
 
     storage_class = one(STORAGE_CLASS_SAMPLE, "StorageClass")
     assert storage_class["provisioner"] == names.CSI_DRIVER
@@ -924,7 +924,7 @@ def test_storage_class_sample_passes_the_drivers_validator() -> None:
 
 
 def test_static_pv_sample_is_a_valid_volume_bound_to_its_claim() -> None:
-    from csi.volumes import parse_volume_context, parse_volume_handle
+    from csi.model.volumes import parse_volume_context, parse_volume_handle
 
     pv = one(STATIC_PV_SAMPLE, "PersistentVolume")
     pvc = one(STATIC_PV_SAMPLE, "PersistentVolumeClaim")

@@ -1,0 +1,63 @@
+"""The FuseMount object mirroring one mount of the node's state (SPEC §1, §5), for the publisher to
+apply. Volumes and targets are listed sorted, so one state always yields the same object and an
+unchanged mount never causes a write."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from csi.model.fusecmd import fuse_args
+from csi.node.state import MountEntry
+from kubectl_fluid.api import names
+from kubectl_fluid.api.fusemount import (
+    FuseMount,
+    FuseMountSpec,
+    FuseMountStatus,
+    PublishTarget,
+    StagedVolume,
+)
+
+
+def to_fusemount(node: str, entry: MountEntry) -> dict[str, Any]:
+    """The FuseMount of ``entry`` on ``node`` as Kubernetes JSON (spec and status; the publisher
+    sends the status through the status subresource)."""
+    params = entry.params
+    spec = FuseMountSpec(
+        node_name=node,
+        mount_key=entry.key,
+        cluster_id=names.cluster_id(params.master_addrs),
+        master_addrs=params.master_addrs,
+        fs_path=params.fs_path,
+        mnt_path=entry.mnt_path,
+        mode=entry.mode,
+        fuse_args=fuse_args(params, entry.mnt_path),
+    )
+    status = FuseMountStatus(
+        phase=entry.phase,
+        ref_count=entry.refcount,
+        volumes=[
+            StagedVolume(
+                volume_id=volume_id,
+                staging_path=volume.staging_path,
+                targets=[
+                    PublishTarget(path=path, pod_uid=target.pod_uid)
+                    for path, target in sorted(volume.targets.items())
+                ],
+            )
+            for volume_id, volume in sorted(entry.volumes.items())
+        ],
+        pid=entry.pid,
+        pod_name=entry.pod_name,
+        last_transition_time=entry.phase_time,
+        reason=entry.reason,
+    )
+    return {
+        "apiVersion": names.API_VERSION,
+        "kind": FuseMount.crd.kind,
+        "metadata": {
+            "name": names.fuse_mount_name(node, entry.key),
+            "labels": names.fuse_mount_labels(node, entry.key),
+        },
+        "spec": spec.to_kube(),
+        "status": status.to_kube(),
+    }

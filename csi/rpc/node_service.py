@@ -1,0 +1,517 @@
+"""The CSI Node service: one FUSE per mount key per node, bind mounts into pods, exact refcounts.
+
+NodeStage starts (or reuses) the FUSE of the volume's mount key and binds the volume's directory in
+it at the staging path; NodePublish binds the staging path at the pod's target (read-only when
+asked); NodeUnpublish removes only that target; NodeUnstage removes the staging bind and, when it
+was the key's last volume, stops the FUSE. The state file and the kernel mount table are the truth:
+every change is saved before the call returns, and a restarted service recovers from them.
+
+Saving is a group commit: a change is applied to ``self.state`` at once (``_save``) and a call
+answers only once the state it leaves is on disk (``_durable``); one write, off the event loop,
+serves every call waiting at that moment, so concurrent calls share fsyncs instead of queueing
+behind each other's. A failed write fails every call waiting on it, and the next call writes again.
+Where order matters (a FUSE must not start before the state that names it is on disk) the code
+waits for the write there.
+
+State transitions are pure (``csi.node.state``) and applied to ``self.state`` between awaits, so calls on
+different keys never overwrite each other; calls on one key are serialised by a per-key lock, which
+is what makes 50 concurrent stages of one key start exactly one FUSE.
+
+Before a FUSE of a key starts, its configuration file is written beside the key's mount point
+(csi/fuse/fuseconfig.py: the node's FUSE settings with the volume's masters) and, when the program is
+installed here, ``validate-config`` checks it with the very flags (csi/fuse/fusevalidate.py); a refusal
+is FAILED_PRECONDITION with curvine-fuse's own words. The file goes with the key's mount point.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import grpc
+from google.protobuf.message import Message
+
+from csi.fuse import beneath, fusevalidate, mounts
+from csi.fuse.fusebinary import fuse_binary_problem
+from csi.fuse.fuseconfig import fuse_config, write_fuse_config
+from csi.fuse.fusemanager import FuseManager
+from csi.fuse.fuserunner import FuseHandle, FuseRunner
+from csi.keyedlocks import KeyedLocks
+from csi.model.errors import FuseUnavailable
+from csi.model.fusecmd import fuse_argv
+from csi.model.mountkey import fuse_mount_dir, mount_key, volume_dir
+from csi.model.volumes import parse_volume_context
+from csi.node import state as st
+from csi.node import statefile
+from csi.proto import csi_pb2, csi_pb2_grpc
+from csi.rpc.rpcerrors import Context, RpcFailure, required, rpc
+from kubectl_fluid.api import names
+from kubectl_fluid.api.fusemount import FuseMountPhase
+
+# The name it logged under before csi/ had sub-packages: log filters and tests match it.
+log = logging.getLogger("csi.node_service")
+
+POD_UID_KEY = "csi.storage.k8s.io/pod.uid"
+# Inside --state-dir: each embedded FUSE's output, {mount-key}.log.
+FUSE_LOG_DIR = "fuse-logs"
+
+
+class NodeService(csi_pb2_grpc.NodeServicer):
+    def __init__(
+        self,
+        node_id: str,
+        state_dir: str,
+        mount_root: str,
+        fuse_command: list[str],
+        *,
+        mode: names.MountMode = "embedded",
+        mirror: Callable[[st.NodeState], None] | None = None,
+        fuse: FuseRunner | None = None,
+        fuse_settings: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.node_id = node_id
+        self.state_path = Path(state_dir) / names.CSI_STATE_FILE
+        self.mount_root = mount_root
+        self.fuse_command = fuse_command  # argv prefix: the binary, or an interpreter and a module
+        self.mode = mode
+        # What every FUSE on this node needs in its configuration file (--fuse-config).
+        self.fuse_settings: Mapping[str, Any] = fuse_settings or {}
+        self.state = statefile.load(self.state_path)
+        # Embedded unless told otherwise: a supervised child per mount key, its output kept per key.
+        log_dir = str(Path(state_dir) / FUSE_LOG_DIR)
+        self.fuse: FuseRunner = fuse if fuse is not None else FuseManager(log_dir=log_dir)
+        self.fuse.on_restart = self._on_fuse_restart
+        self.locks = KeyedLocks()
+        # Staging path -> (device, inode) of the volume directory it was last seen showing: a
+        # publish that finds it still so needs no walk through the FUSE mount (each walk is a
+        # round trip per path component to the FUSE server).
+        self._staged: dict[str, tuple[int, int]] = {}
+        # Group commit: versions of self.state applied and on disk.
+        self._version = self._written = 0
+        self._writing = asyncio.Lock()
+        self._background: set[asyncio.Task[None]] = set()
+        # Told every saved state (the FuseMount publisher); must return at once.
+        self.mirror = mirror
+        if mirror is not None:
+            mirror(self.state)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _save(self, new: st.NodeState) -> None:
+        """Apply ``new``; it reaches the disk with the next ``_durable``."""
+        if new is not self.state:
+            self.state = new
+            self._version += 1
+            if self.mirror is not None:
+                self.mirror(new)
+
+    async def _durable(self) -> None:
+        """Return once the state as it is now is on disk."""
+        wanted = self._version
+        async with self._writing:
+            if self._written >= wanted:
+                return  # a write that started after our change has finished
+            version, state = self._version, self.state
+            await asyncio.to_thread(statefile.save_atomic, self.state_path, state)
+            self._written = version
+
+    def _durable_soon(self) -> None:
+        """For changes made outside a call (a FUSE restarted by its supervisor)."""
+        task = asyncio.get_running_loop().create_task(self._durable())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _argv(self, entry: st.MountEntry) -> list[str]:
+        argv = fuse_argv(self.fuse_command[0], entry.params, entry.mnt_path)
+        return [*self.fuse_command, *argv[1:]]
+
+    async def _ensure_fuse(self, key: str) -> None:
+        entry = self.state.mounts[key]
+        if self.fuse.running(key) or self._takeover(entry):
+            return
+        await self._launch(entry)
+
+    def _takeover(self, entry: st.MountEntry) -> bool:
+        known = FuseHandle(pid=entry.pid, pod_name=entry.pod_name, start_time=entry.pid_start_time)
+        return self.fuse.takeover(entry.key, self._argv(entry), entry.mnt_path, known)
+
+    async def _launch(self, entry: st.MountEntry) -> None:
+        argv = self._argv(entry)
+        text = fuse_config(entry.params, self.fuse_settings)
+        await asyncio.to_thread(write_fuse_config, names.fuse_config_path(entry.mnt_path), text)
+        if fuse_binary_problem(self.fuse_command[0]) is None:
+            refused = await fusevalidate.refusal(self.fuse_command, argv[len(self.fuse_command) :])
+            if refused is not None:
+                raise FuseUnavailable(
+                    f"{self.fuse_command[-1]} refuses the FUSE of mount key {entry.key} "
+                    f"({entry.params.master_addrs}, {entry.params.fs_path}): {refused}; fix the "
+                    "StorageClass's tuning parameters or the node's --fuse-config"
+                )
+        handle = await self.fuse.launch(entry.key, argv, entry.mnt_path)
+        self._save(_record_process(self.state, entry.key, handle))
+
+    def _on_fuse_restart(self, key: str) -> None:
+        """A restarted FUSE is a new mount: binds into the old one are dead, make them again."""
+        entry = self.state.mounts.get(key)
+        if entry is None:
+            return
+        handle = self.fuse.handle(key)
+        if handle is not None:
+            self._save(_record_process(self.state, key, handle))
+            self._durable_soon()
+        self._rebind(entry)
+
+    def _rebind(self, entry: st.MountEntry) -> bool:
+        """Bind every staging path and target of ``entry`` again where it does not show the volume's
+        directory in the key's current FUSE mount (broken, gone, or a bind into an older mount). One
+        that fails (its directory gone from the cache, or a symlink now) is logged and does not keep
+        the others from their mounts; returns whether all are whole."""
+        whole = True
+        for volume_id, volume in entry.volumes.items():
+            binds: list[tuple[str, str, bool]] = []
+            try:
+                self._bind_staging(entry, volume_id)
+                binds = [(volume.staging_path, t, p.readonly) for t, p in volume.targets.items()]
+            except (RpcFailure, mounts.MountError, OSError) as err:
+                whole = False
+                # Its targets would only show the empty staging directory: leave them unbound.
+                log.error("re-binding volume %s failed: %s", volume_id, err, extra={"mount_key": entry.key})
+            for source, target, readonly in binds:
+                try:
+                    _bind_from(source, target, readonly=readonly)
+                except (mounts.MountError, OSError) as err:
+                    whole = False
+                    log.error("re-binding %s failed: %s", target, err, extra={"mount_key": entry.key})
+        return whole
+
+    def _bind_staging(self, entry: st.MountEntry, volume_id: str) -> bool:
+        """Make the volume's staging path show its directory in the key's FUSE mount, resolved
+        beneath the mount without following symlinks; kept when it already does. Returns whether
+        a bind was made. FAILED_PRECONDITION naming the path when the directory cannot be used."""
+        volume = entry.volumes[volume_id]
+        curvine_path = volume.curvine_path or entry.params.fs_path
+        try:
+            fd = beneath.open_beneath(entry.mnt_path, volume_dir(entry.params.fs_path, curvine_path))
+        except beneath.UnsafePath as err:
+            raise _refused(curvine_path, err) from None
+        try:
+            directory = os.fstat(fd)
+            self._staged[volume.staging_path] = (directory.st_dev, directory.st_ino)
+            if _shows(volume.staging_path, directory):
+                return False
+            _clear(volume.staging_path)
+            Path(volume.staging_path).mkdir(parents=True, exist_ok=True)
+            mounts.bind(beneath.fd_path(fd), volume.staging_path)
+            return True
+        finally:
+            os.close(fd)
+
+    def _still_staged(self, staging_path: str) -> bool:
+        """Whether the staging path still shows the directory it was bound to (not a dead or
+        replaced FUSE: those answer an error or another device)."""
+        seen = self._staged.get(staging_path)
+        if seen is None:
+            return False
+        try:
+            now = os.lstat(staging_path)
+        except OSError:
+            return False
+        return (now.st_dev, now.st_ino) == seen
+
+    async def recover(self) -> None:
+        """After a restart: adopt or restart every FUSE with staged volumes, re-bind what broke,
+        and finish stopping keys that were on their way out."""
+        for key, entry in list(self.state.mounts.items()):
+            async with self.locks.hold(key):
+                try:
+                    await self._recover_key(entry)
+                except Exception:
+                    # One key that cannot come back (the API server away in standalone mode...)
+                    # must not keep the node service from serving every other volume; the next
+                    # NodeStage of that key tries again.
+                    log.exception("recovering mount key %s failed", key, extra={"mount_key": key})
+                    self._save(st.set_phase(self.state, key, "Broken", now=st.timestamp()))
+        await self._durable()
+
+    async def _recover_key(self, entry: st.MountEntry) -> None:
+        key = entry.key
+        if entry.refcount == 0:
+            self._takeover(entry)
+            await self._stop_key(key)  # a standalone FUSE pod is deleted even when not adopted
+            return
+        if not self._takeover(entry):
+            await self._launch(entry)
+        phase: FuseMountPhase = "Ready" if self._rebind(self.state.mounts[key]) else "Broken"
+        self._save(st.set_phase(self.state, key, phase, now=st.timestamp()))
+
+    async def watch_health(self, interval: float = 2.0) -> None:
+        """Forever: ``check_health`` every ``interval`` seconds (a task of the server's life)."""
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.check_health()
+            except Exception:
+                log.exception("checking the FUSE mounts' health failed")
+
+    async def check_health(self) -> None:
+        """Mark Broken, saying why, every staged FUSE mount whose root answers ENOENT: its process
+        lives and the kernel shows it, but its fs-path is gone from the cache, so every pod's I/O
+        fails and a remount would only serve a new, empty directory in its place. Back to Ready
+        once the root answers again. A dead FUSE is the runner's to remount, not this."""
+        for key in list(self.state.mounts):
+            async with self.locks.hold(key):
+                entry = self.state.mounts.get(key)
+                if entry is None or entry.refcount == 0 or entry.phase not in ("Ready", "Broken"):
+                    continue
+                if await asyncio.to_thread(mounts.root_gone, entry.mnt_path):
+                    reason = (
+                        f"the FUSE's fs-path {entry.params.fs_path} is gone from the cache at"
+                        f" {entry.params.master_addrs} (its mount {entry.mnt_path} answers ENOENT): the"
+                        " master lost it, e.g. restarted without its journal; the volumes' data is not"
+                        " served. Delete the pods using them so the mount is unstaged, then start them again"
+                    )
+                    if entry.reason != reason:
+                        log.error("%s", reason, extra={"mount_key": key})
+                    self._save(st.set_phase(self.state, key, "Broken", now=st.timestamp(), reason=reason))
+                elif entry.phase == "Broken" and entry.reason is not None and self._rebind(entry):
+                    log.info("FUSE mount answers again", extra={"mount_key": key})
+                    self._save(st.set_phase(self.state, key, "Ready", now=st.timestamp()))
+        await self._durable()
+
+    # ------------------------------------------------------------------ CSI
+
+    @rpc
+    async def NodeGetCapabilities(
+        self, request: csi_pb2.NodeGetCapabilitiesRequest, context: Context
+    ) -> csi_pb2.NodeGetCapabilitiesResponse:
+        stage = csi_pb2.NodeServiceCapability.RPC(type=csi_pb2.NodeServiceCapability.RPC.STAGE_UNSTAGE_VOLUME)
+        return csi_pb2.NodeGetCapabilitiesResponse(capabilities=[csi_pb2.NodeServiceCapability(rpc=stage)])
+
+    @rpc
+    async def NodeGetVolumeStats(
+        self, request: csi_pb2.NodeGetVolumeStatsRequest, context: Context
+    ) -> csi_pb2.NodeGetVolumeStatsResponse:
+        # Not advertised (no GET_VOLUME_STATS capability): kubelet does not call it.
+        raise RpcFailure(grpc.StatusCode.UNIMPLEMENTED, "volume stats are not served by this driver")
+
+    @rpc
+    async def NodeGetInfo(
+        self, request: csi_pb2.NodeGetInfoRequest, context: Context
+    ) -> csi_pb2.NodeGetInfoResponse:
+        return csi_pb2.NodeGetInfoResponse(node_id=self.node_id)
+
+    @rpc
+    async def NodeStageVolume(
+        self, request: csi_pb2.NodeStageVolumeRequest, context: Context
+    ) -> csi_pb2.NodeStageVolumeResponse:
+        _require(request, "volume_id", "staging_target_path", "volume_capability")
+        volume_id, staging = request.volume_id, request.staging_target_path
+        volume = parse_volume_context(dict(request.volume_context))
+        key = mount_key(volume.params)
+        async with self.locks.hold(key):
+            # A repeated call (kubelet retries) finds the volume recorded: if it fails, it must
+            # not take away what an earlier call staged.
+            added = self.state.key_of_volume(volume_id) is None
+            new, _ = st.stage(
+                self.state,
+                key,
+                volume.params,
+                volume_id,
+                staging,
+                mnt_path=fuse_mount_dir(self.mount_root, key),
+                mode=self.mode,
+                curvine_path=volume.curvine_path,
+                now=st.timestamp(),
+            )
+            self._save(new)
+            if not self.fuse.running(key):
+                await self._durable()  # recorded before its FUSE starts, so a restart finds the FUSE
+            bound = False
+            try:
+                await self._ensure_fuse(key)
+                bound = self._bind_staging(self.state.mounts[key], volume_id)
+                self._save(st.set_phase(self.state, key, "Ready", now=st.timestamp()))
+            except BaseException:
+                if added:
+                    if bound:
+                        _detach(staging)
+                    await self._undo_stage(key, volume_id)
+                    await self._durable()
+                raise
+        await self._durable()
+        return csi_pb2.NodeStageVolumeResponse()
+
+    async def _undo_stage(self, key: str, volume_id: str) -> None:
+        new, _, last = st.unstage(self.state, volume_id, now=st.timestamp())
+        self._save(new)
+        if last:
+            await self._stop_key(key)
+
+    async def _stop_key(self, key: str) -> None:
+        entry = self.state.mounts.get(key)
+        await self.fuse.stop(key)
+        if entry is not None:
+            _detach(entry.mnt_path)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(names.fuse_config_path(entry.mnt_path))
+            _remove_empty(entry.mnt_path)
+        self._save(st.remove_mount(self.state, key))
+
+    @rpc
+    async def NodeUnstageVolume(
+        self, request: csi_pb2.NodeUnstageVolumeRequest, context: Context
+    ) -> csi_pb2.NodeUnstageVolumeResponse:
+        _require(request, "volume_id", "staging_target_path")
+        volume_id, staging = request.volume_id, request.staging_target_path
+        key = self.state.key_of_volume(volume_id)
+        if key is None:
+            self._staged.pop(staging, None)
+            _detach(staging)
+            await self._durable()  # a retry after a failed write must not answer before it lands
+            return csi_pb2.NodeUnstageVolumeResponse()
+        async with self.locks.hold(key):
+            self._staged.pop(staging, None)
+            _detach(staging)
+            new, key_now, last = st.unstage(self.state, volume_id, now=st.timestamp())
+            self._save(new)
+            if last and key_now is not None:
+                await self._stop_key(key_now)
+        await self._durable()
+        return csi_pb2.NodeUnstageVolumeResponse()
+
+    @rpc
+    async def NodePublishVolume(
+        self, request: csi_pb2.NodePublishVolumeRequest, context: Context
+    ) -> csi_pb2.NodePublishVolumeResponse:
+        _require(request, "volume_id", "target_path", "staging_target_path", "volume_capability")
+        volume_id, target, staging = request.volume_id, request.target_path, request.staging_target_path
+        key = self.state.key_of_volume(volume_id)
+        if key is None:
+            raise RpcFailure(
+                grpc.StatusCode.FAILED_PRECONDITION, f"volume {volume_id} is not staged on this node"
+            )
+        async with self.locks.hold(key):
+            pod_uid = request.volume_context.get(POD_UID_KEY) or None
+            new = st.publish(self.state, volume_id, target, request.readonly, pod_uid)
+            entry = self.state.mounts[key]
+            if entry.volumes[volume_id].staging_path == staging and not self._still_staged(staging):
+                # A staging bind into a FUSE that died (ENOTCONN) would be published as it is:
+                # kubelet does not stage again for a new pod, so mend it here.
+                self._bind_staging(entry, volume_id)
+            _bind_from(staging, target, readonly=request.readonly)
+            self._save(new)
+        await self._durable()
+        return csi_pb2.NodePublishVolumeResponse()
+
+    @rpc
+    async def NodeUnpublishVolume(
+        self, request: csi_pb2.NodeUnpublishVolumeRequest, context: Context
+    ) -> csi_pb2.NodeUnpublishVolumeResponse:
+        _require(request, "volume_id", "target_path")
+        volume_id, target = request.volume_id, request.target_path
+        key = self.state.key_of_volume(volume_id)
+        async with self.locks.hold(key or f"unstaged:{volume_id}"):
+            _detach(target)
+            with contextlib.suppress(OSError):
+                os.rmdir(target)  # the CSI spec: the plugin removes what it created at the target
+            self._save(st.unpublish(self.state, target))
+        await self._durable()
+        return csi_pb2.NodeUnpublishVolumeResponse()
+
+
+def _record_process(state: st.NodeState, key: str, handle: FuseHandle) -> st.NodeState:
+    return st.set_process(
+        state, key, pid=handle.pid, pod_name=handle.pod_name, pid_start_time=handle.start_time
+    )
+
+
+def _require(request: Message, *fields: str) -> None:
+    """INVALID_ARGUMENT naming the first missing field, as the CSI spec asks of every call."""
+    for field in fields:
+        missing = not request.HasField(field) if field == "volume_capability" else not getattr(request, field)
+        if missing:
+            raise required(field)
+
+
+def _detach(path: str) -> None:
+    """Unmount every mount stacked at ``path`` (a broken FUSE bind too)."""
+    while mounts.mounted_at(path):
+        try:
+            mounts.unmount(path, lazy=mounts.is_broken(path))
+        except mounts.MountError:
+            mounts.unmount(path, lazy=True)
+
+
+def _remove_empty(mnt_path: str) -> None:
+    """The mount point and its key's directory, which the service created; never anything with
+    content (a FUSE that failed to unmount shows its files, and is left to recovery)."""
+    for directory in (mnt_path, os.path.dirname(mnt_path)):
+        with contextlib.suppress(OSError):
+            os.rmdir(directory)
+
+
+def _shows(path: str, directory: os.stat_result) -> bool:
+    """Whether ``path`` serves ``directory`` (same device and inode): a bind into a dead FUSE fails
+    to stat, one into an older FUSE mount has another device number. A directory has one name
+    (no hard links), so another path showing its inode is a mount of it: no need to read the mount
+    table, which costs more than the whole bind once a node holds hundreds of mounts."""
+    try:
+        seen = os.lstat(path)
+    except OSError:
+        return False
+    return (seen.st_dev, seen.st_ino) == (directory.st_dev, directory.st_ino)
+
+
+def _clear(path: str) -> None:
+    """Make ``path`` free to mount on: unmount what is stacked there. A path that does not exist
+    has nothing mounted on it (the common case, kubelet leaves the target to the driver)."""
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError:
+        pass  # a dead FUSE bind (ENOTCONN): _detach takes it off
+    _detach(path)
+
+
+def _bind_from(source: str, target: str, readonly: bool) -> None:
+    """Bind ``source`` (the driver's own staging path) at ``target`` unless it is already there.
+
+    A mount already at ``target`` (a bind into a FUSE that died) is kept and the new bind stacked on
+    it: a running container's volume is a copy of the target in its own mount namespace, which
+    follows what is mounted on the target (HostToContainer propagation) but is orphaned, still on the
+    dead FUSE, once the target is unmounted. NodeUnpublish unmounts the whole stack."""
+    if _shows(target, os.stat(source)):
+        return
+    try:
+        os.lstat(target)
+    except FileNotFoundError:
+        # Nothing is mounted on a path that does not exist (kubelet leaves the target to the
+        # driver): no need to read the mount table.
+        Path(target).mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass  # a bind into a dead FUSE (ENOTCONN): stacked on, as said above
+    mounts.bind(source, target, readonly=readonly)
+
+
+_ADVICE = {
+    errno.ENOENT: "create it (path-type DirectoryOrCreate does) or fix the PV",
+    errno.ELOOP: "a volume's directory and the directories above it must be directories in the cache "
+    "filesystem, not symbolic links: replace the link with a directory",
+    errno.EXDEV: "a volume's directory must lie in the cache filesystem itself",
+    errno.ENOTDIR: "a volume's directory must be a directory",
+}
+
+
+def _refused(curvine_path: str, err: beneath.UnsafePath) -> RpcFailure:
+    advice = _ADVICE.get(err.errno, "check the cache filesystem and its FUSE mount")
+    return RpcFailure(
+        grpc.StatusCode.FAILED_PRECONDITION,
+        f"{names.PARAM_CURVINE_PATH} {curvine_path}: {err.path} {err.reason}; not binding it: {advice}",
+    )
