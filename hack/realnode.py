@@ -39,6 +39,7 @@ cached by version); CNI plugins: Debian's containernetworking-plugins.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import ipaddress
 import json
@@ -410,6 +411,7 @@ def host_address(ip_output: str) -> str:
 # ---------------------------------------------------------------- I/O: build, start, stop
 
 
+@functools.cache  # one build-bins check per process: its answer does not change while we run
 def node_bins() -> Path:
     out = subprocess.run(
         ["bash", str(localcluster.HACK / "build-bins.sh"), "node"],

@@ -66,7 +66,8 @@ def up(state_dir: Path, images: Iterable[Callable[[], Path]] = ()) -> localclust
     # The CSI controller's sidecar, from the csi-provisioner the control plane's build made at the
     # manifest's pin (tests/unit/test_manifests checks the tag).
     provisioner = node.root / "images" / "csi-provisioner.tar"
-    ociimage.binary_image(Path(cluster.bin_dir) / "csi-provisioner", provisioner_image(), provisioner)
+    if not provisioner.exists():  # the node's own folder: written once per node, so imported once
+        ociimage.binary_image(Path(cluster.bin_dir) / "csi-provisioner", provisioner_image(), provisioner)
     for archive in (productimage.build(), provisioner, *(build() for build in images)):
         t0 = time.monotonic()
         if not realnode.import_archive_once(bins, node, archive):

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import secrets
 import shlex
 import subprocess
@@ -84,17 +85,26 @@ class Cluster:
             "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}",
         }
 
-    def run(self, *args: str, stdin: str | None = None, show: bool = True, check: bool = True) -> str:
-        """``kubectl ARGS`` (shown as the operator would type it, with its output)."""
+    def run(
+        self,
+        *args: str,
+        stdin: str | None = None,
+        show: bool = True,
+        check: bool = True,
+        shown: Callable[[str], bool] = lambda line: True,
+    ) -> str:
+        """``kubectl ARGS`` (shown as the operator would type it, with the lines of its output that
+        ``shown`` keeps)."""
         if show:
             print(f"$ kubectl {shlex.join(args)}", flush=True)
         done = subprocess.run(
             [self.kubectl_bin, *args], input=stdin, capture_output=True, text=True, env=self.env, check=False
         )
-        if show and done.stdout:
-            print(done.stdout.rstrip(), flush=True)
-        if show and done.stderr and done.returncode == 0:
-            print(done.stderr.rstrip(), flush=True)  # kubectl's "No resources found" and the like
+        # stderr too when it worked: kubectl's "No resources found" and the like.
+        for out in (done.stdout, done.stderr if done.returncode == 0 else ""):
+            kept = [line for line in out.splitlines() if shown(line)]
+            if show and kept:
+                print("\n".join(kept), flush=True)
         if done.returncode != 0 and check:
             raise DemoError(f"kubectl {shlex.join(args)} failed: {done.stderr.strip()}")
         return done.stdout
@@ -229,7 +239,7 @@ def clientless(k: Cluster) -> None:
         lambda: value in k.run("logs", "-n", NS, reader, "-c", "app", show=False),
         f"{reader}'s log showing the value",
     )
-    k.run("logs", "-n", NS, reader, "-c", "app")
+    k.run("logs", "-n", NS, reader, "-c", "app", shown=not_glog)
     got = exec_app(k, reader, f"python /app/{APP.name} get {KEY}").strip()
     if got != value:
         raise DemoError(f"{reader} read back {got!r}, expected {value!r}")
@@ -251,7 +261,15 @@ def app_pods(k: Cluster) -> list[str]:
 
 def exec_app(k: Cluster, pod: str, command: str) -> str:
     """``command`` in a shell of the app container that sourced the dataset's runtime.sh."""
-    return k.run("exec", "-n", NS, pod, "-c", "app", "--", "sh", "-c", sourced(DS, command))
+    return k.run("exec", "-n", NS, pod, "-c", "app", "--", "sh", "-c", sourced(DS, command), shown=not_glog)
+
+
+# Mooncake's client library logs through glog to stderr; the demo shows what the app itself says.
+GLOG_LINE = re.compile(r"^(?:[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ |WARNING: Logging before InitGoogleLogging)")
+
+
+def not_glog(line: str) -> bool:
+    return not GLOG_LINE.match(line)
 
 
 # ------------------------------------------------------------------ FUSE
@@ -337,10 +355,10 @@ def fuse(k: Cluster) -> None:
 
 def recovery(k: Cluster, text: str) -> None:
     step("The FUSE pod is deleted: the node service starts another, the running containers read on")
-    [old] = fuse_pods(k)
+    [(old, name)] = fuse_pods(k).items()
     t0 = time.monotonic()
-    k.run("delete", "pod", "-n", SYSTEM, old, "--wait=false")
-    eventually(lambda: (now := fuse_pods(k)) and now != [old], "the FUSE pod replaced", timeout=120)
+    k.run("delete", "pod", "-n", SYSTEM, name, "--wait=false")
+    eventually(lambda: (now := fuse_pods(k)) and old not in now, "the FUSE pod replaced", timeout=120)
     for name in ("reader-a", "reader-b"):
         eventually(
             lambda n=name: (
@@ -353,9 +371,14 @@ def recovery(k: Cluster, text: str) -> None:
     k.run("get", "pods", "-n", NS, "reader-a", "reader-b")
 
 
-def fuse_pods(k: Cluster) -> list[str]:
+def fuse_pods(k: Cluster) -> dict[str, str]:
+    """uid → name of the FUSE pods running and not deleted (a replacement has the same name)."""
     listed = k.get_json("pods", "-n", SYSTEM, "-l", names.LABEL_MOUNT_KEY)["items"]
-    return [p["metadata"]["name"] for p in listed if p.get("status", {}).get("phase") == "Running"]
+    return {
+        p["metadata"]["uid"]: p["metadata"]["name"]
+        for p in listed
+        if p.get("status", {}).get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
+    }
 
 
 def volume_pod(name: str, busybox: str) -> dict[str, Any]:
