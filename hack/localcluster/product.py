@@ -11,8 +11,8 @@ stand-in, and says so.
 
 Curvine runs as local processes of the test bed, not as the ``curvine`` CacheRuntime's component
 pods: the sample class's pods render their configuration with gomplate in an init container and
-start through the Curvine image's /entrypoint.sh, neither of which exists on this machine, and the
-pod runner runs no init containers.
+start through the Curvine image's /entrypoint.sh, neither of which exists on this machine, and kwok
+nodes run no containers.
 """
 
 from __future__ import annotations
