@@ -46,25 +46,25 @@ venv: $(STAMP) $(CSI_STUBS)
 # binaries, unpacked beside them from ../shared/peers/curvine ($$CURVINE_PEER_DIR) when that is there.
 bins:
 	@if [ -z "$$KUBECONFIG" ]; then bash hack/build-bins.sh >/dev/null; else bash hack/build-bins.sh tools; fi
-	@$(PYTHON) hack/curvinebins.py >/dev/null || echo "warning: no real Curvine: the FUSE path runs the stand-in" >&2
+	@PYTHONPATH=hack $(PYTHON) -m localcluster.peers.curvinebins >/dev/null || echo "warning: no real Curvine: the FUSE path runs the stand-in" >&2
 
 up: prereqs venv
-	$(BIN)/python hack/localcluster.py up --fluid --state-dir $(STATE)
+	PYTHONPATH=hack $(BIN)/python -m localcluster up --fluid --state-dir $(STATE)
 	@echo "export KUBECONFIG=$(abspath $(STATE))/kubeconfig"
 
 # The README's first command: everything it needs (venv, control plane, a real node with the product's
 # and Mooncake's images), then the narrated walkthrough, which deploys the product with its manifests.
 # The cluster stays up afterwards; `make down` stops it.
 demo: prereqs venv bins
-	$(BIN)/python hack/userscluster.py --mooncake --state-dir $(STATE)
+	PYTHONPATH=hack $(BIN)/python -m localcluster.userscluster --mooncake --state-dir $(STATE)
 	PYTHONPATH=hack $(BIN)/python hack/demo/walkthrough.py --state-dir $(STATE)
 
 # Standard library only: works even when the venv is gone.
 down:
-	$(PYTHON) hack/localcluster.py down --state-dir $(STATE)
+	PYTHONPATH=hack $(PYTHON) -m localcluster down --state-dir $(STATE)
 
 status:
-	$(PYTHON) hack/localcluster.py status --state-dir $(STATE)
+	PYTHONPATH=hack $(PYTHON) -m localcluster status --state-dir $(STATE)
 
 lint: venv
 	$(BIN)/ruff check .

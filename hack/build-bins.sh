@@ -129,7 +129,7 @@ build_busybox() {
 }
 
 build_coredns() {
-  # A real node's cluster DNS (realnode.py serves each node's pods from its bridge address).
+  # A real node's cluster DNS (hack/localcluster/realnodes.py serves each node's pods from its bridge address).
   have coredns "$COREDNS_VERSION" coredns && { say "coredns $COREDNS_VERSION: cached"; return; }
   say "coredns $COREDNS_VERSION: building (about 5 min the first time: many modules)"
   local out; out=$(dest coredns "$COREDNS_VERSION")

@@ -7,12 +7,13 @@
 set -euo pipefail
 
 # dash, bash, busybox: the property tests source runtime.sh in each. fuse3 (fusermount3), libfuse3-3:
-# the curvine-fuse stand-in. util-linux: unshare for the pod runner. libibverbs1: Mooncake's binaries
-# link it even without RDMA hardware. ca-certificates: pip and the Go module proxy over HTTPS.
-# A real node (hack/realnode.py): gcc, libc6-dev (the static pause binary), libseccomp-dev and
+# the curvine-fuse stand-in. util-linux: unshare (the API server's /etc/hosts, real nodes' views).
+# libibverbs1: Mooncake's binaries link it even without RDMA hardware. ca-certificates: pip and the
+# Go module proxy over HTTPS.
+# A real node (hack/localcluster/realnodes.py): gcc, libc6-dev (the static pause binary), libseccomp-dev and
 # pkg-config (runc's cgo), containernetworking-plugins (bridge, host-local, loopback), iproute2,
 # iptables (the kubernetes Service's rule); mmdebstrap: the product's image without Docker
-# (hack/productimage.py).
+# (hack/images/product.py).
 PACKAGES=(make ca-certificates dash bash busybox fuse3 libfuse3-3 util-linux libibverbs1
           gcc libc6-dev libseccomp-dev pkg-config containernetworking-plugins iproute2 iptables mmdebstrap)
 MIN_PYTHON=3.11

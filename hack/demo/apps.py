@@ -10,7 +10,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import mooncakeimage
+from images import mooncake
 from kubectl_fluid.api import names
 
 APP = Path(__file__).resolve().parent / "mooncake_app.py"
@@ -50,7 +50,7 @@ def app_deployment(name: str, namespace: str, dataset: str, key: str) -> dict[st
                     "containers": [
                         {
                             "name": "app",
-                            "image": mooncakeimage.NAME,
+                            "image": mooncake.NAME,
                             "imagePullPolicy": "IfNotPresent",
                             "command": ["sh", "-c", script],
                             "volumeMounts": [{"name": "app", "mountPath": "/app"}],

@@ -38,9 +38,9 @@ from typing import Any, TypeVar
 import yaml
 
 import localcluster
-import realnode
 from demo.apps import APP, CONFIG_MAP, app_deployment, master_metrics, sourced
 from kubectl_fluid.api import names
+from localcluster import realnodes as realnode
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent

@@ -1,13 +1,13 @@
-"""The CSI node service on the real Curvine (hack/curvinecluster.py: a single-node master and
-worker), each figure beside its floor, in one run:
+"""The CSI node service on the real Curvine (hack/localcluster/peers/curvinecluster.py: a single-node master
+and worker), each figure beside its floor, in one run:
 
 - cold NodeStage (a new mount key: configuration file, ``validate-config``, curvine-fuse started
   until the kernel shows its mount, the volume's directory bound), beside the bare curvine-fuse
   started by hand with the same configuration until mounted;
 - NodePublish p50 on a warm key, beside one bare bind mount(2).
 
-Needs root, /dev/fuse and the real binaries (hack/curvinebins.py); the cluster is not involved.
-``python -m tests.bench.bench_curvine`` runs these alone.
+Needs root, /dev/fuse and the real binaries (hack/localcluster/peers/curvinebins.py); the cluster is not
+involved. ``python -m tests.bench.bench_curvine`` runs these alone.
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ from tests.bench.report import Report, percentile
 from tests.unit.test_csi_node import MOUNT, Driver
 
 if TYPE_CHECKING:
-    import curvinecluster
+    from localcluster.peers import curvinecluster
 
 ROUNDS = 5
 
 
 def bare_fuse_ms(cv: curvinecluster.LocalCurvine, root: Path) -> list[float]:
     """curvine-fuse alone, Popen to the kernel showing the mount, with the nodes' configuration."""
-    import curvinecluster
+    from localcluster.peers import curvinecluster
 
     out = []
     for i in range(ROUNDS):
@@ -59,8 +59,10 @@ def run(report: Report) -> None:
     if os.geteuid() != 0 or not Path("/dev/fuse").exists():
         print("[bench] real Curvine figures skipped: real FUSE mounts need root and /dev/fuse")
         return
-    import curvinebins  # hack/, on the path of tests.bench's main
-    import curvinecluster
+    from localcluster.peers import (
+        curvinebins,  # hack/, on the path of tests.bench's main
+        curvinecluster,
+    )
 
     if curvinebins.find() is None:
         print(f"[bench] real Curvine figures skipped: no binaries in {curvinebins.peer_dir()}")

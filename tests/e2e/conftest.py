@@ -2,7 +2,7 @@
 
 The cluster is the one ``KUBECONFIG`` names when it is set (kind, or any other cluster: the suite runs
 there unchanged), otherwise a private local control plane started for this session in a temporary
-folder and stopped at its end (see hack/localcluster.py). Assertions read the cluster through the
+folder and stopped at its end (see hack/localcluster/). Assertions read the cluster through the
 official ``kubernetes`` client, independent of the project's own kr8s glue.
 """
 

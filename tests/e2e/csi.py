@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from localcluster.state import pythonpath_with_hack
 from tests.e2e.fluid import REPO, LocalProcess
 from tests.e2e.wait import eventually
 
@@ -238,7 +239,8 @@ class KubeletStandin(LocalProcess):
     def start(self) -> None:
         argv = [
             sys.executable,
-            str(REPO / "hack" / "kubeletstandin.py"),
+            "-m",
+            "localcluster.kubeletstandin",
             "--kubeconfig",
             str(self.kubeconfig),
         ]
@@ -246,7 +248,12 @@ class KubeletStandin(LocalProcess):
         for node in self.nodes:
             argv += ["--node", f"{node.name}={node.socket}={node.kubelet_root}"]
         # It runs the standalone FUSE pods' commands: the FUSE stand-in needs to know its data.
-        env = {**os.environ, "CURVINE_STANDIN_DATA": str(self.nodes[0].data)}
+        env = {
+            **os.environ,
+            "CURVINE_STANDIN_DATA": str(self.nodes[0].data),
+            # Run as a module of hack/localcluster.
+            "PYTHONPATH": pythonpath_with_hack(),
+        }
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env)
         eventually(self._ready, "kubelet stand-in ready", timeout=30)

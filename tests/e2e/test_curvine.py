@@ -8,8 +8,8 @@ from ../shared/peers/curvine), on the real API server with the real csi-provisio
   service killed -9 adopts the running curvine-fuse; the last unstage SIGTERMs it (exit 0, mount
   gone); the master restarted, the same FUSE serves again; standalone mode's FUSE pod runs it.
 
-Curvine is seen through the test's own curvine-fuse mounts (hack/curvinecluster.py), never through
-the driver; the cluster through the official client and the kernel's mount table."""
+Curvine is seen through the test's own curvine-fuse mounts (hack/localcluster/peers/curvinecluster.py), never
+through the driver; the cluster through the official client and the kernel's mount table."""
 
 from __future__ import annotations
 
@@ -28,9 +28,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-import curvinebins
-import curvinecluster
 from kubectl_fluid.api import names
+from localcluster.peers import curvinebins, curvinecluster
 from tests.e2e.csi import CsiNode, KubeletStandin, node_object
 from tests.e2e.fluid import MANIFESTS, kubectl, kubectl_binary, service_account_kubeconfig, wait_until_gone
 from tests.e2e.test_csi_node import CSI_NODE_ACCOUNT

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 import localcluster
+from localcluster.controlplane import CONTROL_PLANE
+from localcluster.state import STATE_FILE
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -32,7 +34,7 @@ def test_second_cluster_side_by_side_up_twice_then_down(tmp_path: Path, kubeconf
         assert str(first.kubeconfig) != str(kubeconfig)
         again = localcluster.up(state, 1, None)
         assert [(p.name, p.pid) for p in again.procs] == [(p.name, p.pid) for p in first.procs]
-        assert {p.name for p in first.procs} == set(localcluster.CONTROL_PLANE)
+        assert {p.name for p in first.procs} == set(CONTROL_PLANE)
 
         # The same e2e suite, unchanged, against a cluster named only by KUBECONFIG.
         env = {**os.environ, "KUBECONFIG": str(first.kubeconfig)}
@@ -54,4 +56,4 @@ def test_second_cluster_side_by_side_up_twice_then_down(tmp_path: Path, kubeconf
     assert not [name for name, port in first.ports.items() if listening(port)]
     assert not Path(first.etcd_data_dir).exists()
     assert not first.kubeconfig.exists()
-    assert not (state / localcluster.STATE_FILE).exists()
+    assert not (state / STATE_FILE).exists()

@@ -1,6 +1,6 @@
-"""``make up`` (hack/fluidprocs.py) on a cluster of its own: a webhook process that runs but does not
-answer ``/healthz`` (its event loop wedged, as in issue 11) is restarted, a healthy one is left alone,
-and the registration carries all three webhook entries, each pointed at the local process."""
+"""``make up`` (hack/localcluster/product.py) on a cluster of its own: a webhook process that runs but does
+not answer ``/healthz`` (its event loop wedged, as in issue 11) is restarted, a healthy one is left alone, and
+the registration carries all three webhook entries, each pointed at the local process."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import ssl
 import urllib.request
 from pathlib import Path
 
-import fluidprocs
 import pytest
 from kubernetes import client, config
 
 import localcluster
 from kubectl_fluid.api import names
+from localcluster import product
 
 WEBHOOK = "fluid-webhook"
 
@@ -39,11 +39,11 @@ def test_a_webhook_that_stops_answering_is_restarted_by_make_up(tmp_path: Path, 
     state = tmp_path / "wedged"
     cluster = localcluster.up(state, 1, None)
     try:
-        fluidprocs.install(cluster)
-        fluidprocs.ensure_webhook(cluster)
+        product.install(cluster)
+        product.ensure_webhook(cluster)
         ca = state / "webhook-certs" / "ca.crt"
         [first] = webhook_procs(cluster)
-        fluidprocs.ensure_webhook(cluster)
+        product.ensure_webhook(cluster)
         assert webhook_procs(cluster) == [first], "a webhook that answers is left alone"
 
         admission = client.AdmissionregistrationV1Api(config.new_client_from_config(str(cluster.kubeconfig)))
@@ -58,7 +58,7 @@ def test_a_webhook_that_stops_answering_is_restarted_by_make_up(tmp_path: Path, 
         os.kill(first.pid, signal.SIGSTOP)
         assert first.alive()
         assert not answers(cluster.ports[WEBHOOK], ca)
-        fluidprocs.ensure_webhook(cluster)
+        product.ensure_webhook(cluster)
         [second] = webhook_procs(cluster)
         assert second.pid != first.pid
         assert not first.alive()

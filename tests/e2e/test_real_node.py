@@ -1,10 +1,10 @@
-"""A real kubelet node (hack/realnode.py) on the session's local cluster: a real busybox container
-runs on it, ``kubectl logs`` and ``kubectl exec`` reach it through the API server, and deleting the pod
-leaves no container, shim, mount or network interface behind.
+"""A real kubelet node (hack/localcluster/realnodes.py) on the session's local cluster: a real busybox
+container runs on it, ``kubectl logs`` and ``kubectl exec`` reach it through the API server, and deleting the
+pod leaves no container, shim, mount or network interface behind.
 
 The node is started here unless the cluster already has one (``LOCALCLUSTER_REAL_NODES=1 make up``),
 and stopped again at the end of the module when started here. Skipped, saying why, on a cluster
-hack/localcluster.py did not start (this test inspects the node's host) or when a real node cannot
+hack/localcluster/ did not start (this test inspects the node's host) or when a real node cannot
 be built here."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pytest
 from kubernetes import client
 
 import localcluster
-import realnode
+from localcluster import realnodes
 from tests.e2e.fluid import kubectl
 from tests.e2e.wait import eventually
 
@@ -32,7 +32,7 @@ from tests.e2e.wait import eventually
 @dataclass
 class Node:
     cluster: localcluster.Cluster
-    node: realnode.RealNode
+    node: realnodes.RealNode
     started_in: float | None  # seconds from start to Ready, when this module started it
 
 
@@ -41,7 +41,7 @@ def why_no_real_node() -> str | None:
         return "a real node needs root (containerd, runc, mounts, a bridge)"
     if shutil.which("go") is None:
         return "building a real node's binaries (hack/build-bins.sh node) needs Go >= 1.26"
-    problems = realnode.missing_prerequisites()
+    problems = realnodes.missing_prerequisites()
     return "a real node cannot run here: " + "; ".join(problems) if problems else None
 
 
@@ -50,24 +50,24 @@ def real_node(kubeconfig: Path) -> Iterator[Node]:
     cluster = localcluster.Cluster.load(kubeconfig.parent)
     if cluster is None:
         pytest.skip(
-            f"KUBECONFIG names a cluster hack/localcluster.py did not start ({kubeconfig}): this test "
+            f"KUBECONFIG names a cluster hack/localcluster/ did not start ({kubeconfig}): this test "
             "inspects a real node's host (containers, shims, mounts); run it without KUBECONFIG, or on "
             "LOCALCLUSTER_REAL_NODES=1 make up"
         )
-    existing = realnode.RealNode.load(kubeconfig.parent / realnode.NODES_DIR / f"{realnode.NAME_PREFIX}0")
-    if existing is not None and realnode.running(cluster, existing):
+    existing = realnodes.RealNode.load(kubeconfig.parent / realnodes.NODES_DIR / f"{realnodes.NAME_PREFIX}0")
+    if existing is not None and realnodes.running(cluster, existing):
         yield Node(cluster, existing, None)
         return
     reason = why_no_real_node()
     if reason:
         pytest.skip(reason)
-    bins = realnode.node_bins()
+    bins = realnodes.node_bins()
     t0 = time.monotonic()
-    node = realnode.start(cluster, 0, bins)
+    node = realnodes.start(cluster, 0, bins)
     try:
         yield Node(cluster, node, time.monotonic() - t0)
     finally:
-        realnode.stop(cluster, node)
+        realnodes.stop(cluster, node)
 
 
 def busybox_pod(name: str, marker: str) -> dict[str, object]:
@@ -76,13 +76,13 @@ def busybox_pod(name: str, marker: str) -> dict[str, object]:
         "kind": "Pod",
         "metadata": {"name": name},
         "spec": {
-            "nodeSelector": {realnode.REAL_NODE_KEY: "true"},
-            "tolerations": [{"key": realnode.REAL_NODE_KEY, "operator": "Exists", "effect": "NoSchedule"}],
+            "nodeSelector": {realnodes.REAL_NODE_KEY: "true"},
+            "tolerations": [{"key": realnodes.REAL_NODE_KEY, "operator": "Exists", "effect": "NoSchedule"}],
             "terminationGracePeriodSeconds": 1,
             "containers": [
                 {
                     "name": "busybox",
-                    "image": realnode.busybox_image("1.35.0"),
+                    "image": realnodes.busybox_image("1.35.0"),
                     "imagePullPolicy": "Never",
                     "command": ["sh", "-c", f"echo {marker}; exec sleep 3600"],
                 }
@@ -91,7 +91,7 @@ def busybox_pod(name: str, marker: str) -> dict[str, object]:
     }
 
 
-def shims(node: realnode.RealNode) -> list[int]:
+def shims(node: realnodes.RealNode) -> list[int]:
     """The node's runc shims: their command line names its containerd socket."""
     out = subprocess.run(
         ["pgrep", "-f", f"containerd-shim-runc-v2 .*{node.socket}"],
@@ -102,14 +102,14 @@ def shims(node: realnode.RealNode) -> list[int]:
     return [int(p) for p in out.stdout.split()]
 
 
-def mounts_under(node: realnode.RealNode, *words: str) -> list[str]:
+def mounts_under(node: realnodes.RealNode, *words: str) -> list[str]:
     with open("/proc/self/mountinfo") as table:
         points = [line.split()[4] for line in table]
     return [p for p in points if p.startswith(node.dir + "/") and any(w in p for w in words)]
 
 
-def runc_containers(node: realnode.RealNode) -> list[str]:
-    runc = realnode._runc(node)
+def runc_containers(node: realnodes.RealNode) -> list[str]:
+    runc = realnodes._runc(node)
     out = subprocess.run(
         [runc, "--root", str(node.runc_root / "k8s.io"), "list", "-q"],
         capture_output=True,
@@ -126,7 +126,7 @@ def test_the_real_node_is_a_ready_kubelet_on_containerd(real_node: Node, core: c
     assert any(c.type == "Ready" and c.status == "True" for c in status.conditions)
     # The rest of the suite keeps landing on kwok nodes: the real node takes only pods that ask for it.
     taints = core.read_node(real_node.node.name).spec.taints
-    assert [(t.key, t.effect) for t in taints] == [(realnode.REAL_NODE_KEY, "NoSchedule")]
+    assert [(t.key, t.effect) for t in taints] == [(realnodes.REAL_NODE_KEY, "NoSchedule")]
     if real_node.started_in is not None:
         print(f"real node start to Ready: {real_node.started_in:.1f}s")
 
@@ -176,7 +176,7 @@ def test_down_leaves_no_container_shim_mount_bridge_rule_cgroup_or_netns(
     state = tmp_path / "own"
     cluster = localcluster.up(state, 0, None)
     try:
-        [node] = realnode.ensure(cluster, 1)
+        [node] = realnodes.ensure(cluster, 1)
         kubeconfig = cluster.kubeconfig
         kubectl(kubeconfig, "apply", "-f", "-", stdin=json.dumps(busybox_pod("left-running", "x")))
         kubectl(kubeconfig, "wait", "--for=condition=Ready", "pod/left-running", "--timeout=90s")
@@ -201,7 +201,7 @@ def test_down_leaves_no_container_shim_mount_bridge_rule_cgroup_or_netns(
     rules = subprocess.run(
         ["iptables", "-w", "5", "-t", "nat", "-S"], capture_output=True, text=True, check=True
     )
-    assert realnode.chain(node) not in rules.stdout, "the node's Service rule is left in the nat table"
+    assert realnodes.chain(node) not in rules.stdout, "the node's Service rule is left in the nat table"
     assert not list(Path("/sys/fs/cgroup").glob(f"*/{node.cgroup_root.strip('/')}"))
     assert not Path(node.dir).exists()
     assert not Path(node.record).exists()
@@ -214,12 +214,12 @@ def product_image(real_node: Node) -> str:
     pull policy the manifests use."""
     if shutil.which("mmdebstrap") is None:
         pytest.skip("building the product's image needs mmdebstrap: apt-get install -y mmdebstrap")
-    import productimage
+    from images import product
 
     t0 = time.monotonic()
-    archive = productimage.build()
+    archive = product.build()
     built = time.monotonic() - t0
-    realnode.import_archive(realnode.node_bins(), real_node.node, archive)
+    realnodes.import_archive(realnodes.node_bins(), real_node.node, archive)
     print(f"product image: {archive.stat().st_size >> 20} MiB, built or found in {built:.0f}s, "
           f"imported in {time.monotonic() - t0 - built:.0f}s")  # fmt: skip
     return "kubectl-fluid:latest"
@@ -235,7 +235,7 @@ def product_pod(name: str, image: str, command: str) -> dict[str, object]:
 def test_the_products_image_built_without_docker_runs_on_the_real_node(
     real_node: Node, product_image: str, core: client.CoreV1Api, namespace: str, kubeconfig: Path
 ) -> None:
-    import productimage
+    from images import product
 
     pod = product_pod("product", product_image, "id -u; fluid-csi --help; exec sleep 3600")
     core.create_namespaced_pod(namespace, pod)
@@ -250,7 +250,7 @@ def test_the_products_image_built_without_docker_runs_on_the_real_node(
 
     log = eventually(lambda: "usage: fluid-csi" in (out := logs()) and out, "fluid-csi's usage in the log")
     # The Dockerfile's non-root default user.
-    assert log.split()[0] == str(productimage.UID)
+    assert log.split()[0] == str(product.UID)
     out = kubectl(kubeconfig, "-n", namespace, "exec", "product", "--", "python", "-c",
                   "import csi.proto.csi_pb2_grpc, controller.main, webhook.main; print('ok')")  # fmt: skip
     assert out.strip() == "ok"

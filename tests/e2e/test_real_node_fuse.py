@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 import localcluster
-import realnode
 from kubectl_fluid.api import names
+from localcluster import realnodes
 from tests.e2e.fluid import MANIFESTS, kubectl
 from tests.e2e.test_cli_inject import kubectl_fluid, ok
 from tests.e2e.test_real_node_product import get, ready, users_cluster  # noqa: F401 (a fixture)
@@ -33,13 +33,13 @@ APPS = "default"
 DATASET = "data"
 # A second claim on the Dataset's own directory: same masters, same fs-path, so the same mount key.
 ALIAS = "data-alias"
-NODE = f"{realnode.NAME_PREFIX}0"
+NODE = f"{realnodes.NAME_PREFIX}0"
 
 
 @dataclass
 class Bed:
     cluster: localcluster.Cluster
-    node: realnode.RealNode
+    node: realnodes.RealNode
     figures: dict[str, float] = field(default_factory=dict)
     key: str = ""
 
@@ -50,7 +50,7 @@ class Bed:
 
 @pytest.fixture(scope="module")
 def bed(users_cluster: localcluster.Cluster) -> Iterator[Bed]:  # noqa: F811 (the imported fixture)
-    node = realnode.RealNode.load(users_cluster.state_dir / realnode.NODES_DIR / NODE)
+    node = realnodes.RealNode.load(users_cluster.state_dir / realnodes.NODES_DIR / NODE)
     assert node is not None
     t0 = time.monotonic()
     kubectl(users_cluster.kubeconfig, "apply", "-k", str(MANIFESTS))
@@ -99,7 +99,7 @@ def app_pod(name: str, claim: str) -> dict[str, Any]:
             "containers": [
                 {
                     "name": "app",
-                    "image": realnode.busybox_image("1.35.0"),
+                    "image": realnodes.busybox_image("1.35.0"),
                     "imagePullPolicy": "IfNotPresent",
                     "command": ["sh", "-c", f"echo {name} up; exec sleep 100000"],
                     # A remounted FUSE reaches the running container (what the serverful webhook's
@@ -256,7 +256,7 @@ def key_mounts(bed: Bed) -> list[str]:
     """Mount points of the key on the host and in the node's own mount namespace."""
     with open("/proc/self/mountinfo") as table:
         host = [line.split()[4] for line in table]
-    inside = realnode.namespace_mounts(bed.cluster, bed.node)
+    inside = realnodes.namespace_mounts(bed.cluster, bed.node)
     return [p for p in host + inside if bed.key in p]
 
 
@@ -269,6 +269,6 @@ def test_deleting_the_pods_drops_the_refcount_then_stops_the_fuse_leaving_nothin
     eventually(lambda: not key_mounts(bed), "nothing of the mount key mounted, host or node", timeout=60)
     assert not [
         p
-        for p in realnode.namespace_mounts(bed.cluster, bed.node)
+        for p in realnodes.namespace_mounts(bed.cluster, bed.node)
         if "/pods/" in p and "kubernetes.io~csi" in p
     ]

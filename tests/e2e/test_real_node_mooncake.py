@@ -1,6 +1,6 @@
 """The clientless path as a user runs it, on a real node: the product deployed with
 ``kubectl apply -k manifests/`` from its image, the mooncake CacheRuntimeClass and Dataset samples as
-they are, their Mooncake master and worker as real pods from the Mooncake image (hack/mooncakeimage.py,
+they are, their Mooncake master and worker as real pods from the Mooncake image (hack/images/mooncake.py,
 imported under the class's name), and an application Deployment injected with
 ``kubectl fluid inject deploy/app --dataset demo --wait``. Inside one app pod a shell sources the
 dataset's runtime.sh and puts a value through Mooncake's Python client; a second app pod of the same
@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 
 import localcluster
-import realnode
 from demo.apps import APP, CONFIG_MAP, app_deployment, master_metrics, sourced
 from kubectl_fluid.api import names
+from localcluster import realnodes
 from tests.e2e.fluid import MANIFESTS, kubectl
 from tests.e2e.test_cli_inject import kubectl_fluid, ok
 from tests.e2e.test_real_node_product import get, pods, ready
@@ -43,9 +43,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[localcluster.C
     reason = why_no_users_cluster()
     if reason:
         pytest.skip(reason)
-    import mooncakeimage
+    from images import mooncake
 
-    with users_cluster(tmp_path_factory.mktemp("mooncake-cluster"), mooncakeimage.build) as up:
+    with users_cluster(tmp_path_factory.mktemp("mooncake-cluster"), mooncake.build) as up:
         yield up
 
 
@@ -58,7 +58,7 @@ def running_on_the_real_node(kubeconfig: Path, name: str) -> Any:
     """The pod once Ready on the real node; until then, an error saying where it is and why each
     container waits (ErrImagePull when its image was not imported), which a timeout reports."""
     pod = obj(kubeconfig, "-n", "default", "pod", name)
-    if pod["spec"].get("nodeName") == f"{realnode.NAME_PREFIX}0" and ready(pod):
+    if pod["spec"].get("nodeName") == f"{realnodes.NAME_PREFIX}0" and ready(pod):
         return pod
     waiting = {
         c["name"]: f"{c['state']['waiting'].get('reason')}: {c['state']['waiting'].get('message', '')}"

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 import localcluster
-import realnode
 from kubectl_fluid.api import names
+from localcluster import realnodes
 from tests.e2e.fluid import MANIFESTS, kubectl
 from tests.e2e.users_cluster import users_cluster as cluster_of_a_user
 from tests.e2e.users_cluster import why_no_users_cluster
@@ -68,7 +68,7 @@ def test_the_product_deployed_with_its_manifests_runs_on_the_real_node(
         "a fluid-controller pod Ready on the real node",
         timeout=240,
     )
-    assert {p["spec"]["nodeName"] for p in controllers} == {f"{realnode.NAME_PREFIX}0"}
+    assert {p["spec"]["nodeName"] for p in controllers} == {f"{realnodes.NAME_PREFIX}0"}
     names_ = {p["metadata"]["name"] for p in controllers}
     lease = eventually(
         lambda: lease_holder(kc, "fluid-controller"),
@@ -108,7 +108,7 @@ def test_the_product_deployed_with_its_manifests_runs_on_the_real_node(
             "labels": {names.LABEL_INJECT: "true"},
             "annotations": {names.ANNOTATION_DATASET: "demo"},
         },
-        "spec": {"containers": [{"name": "app", "image": realnode.busybox_image("1.35.0")}]},
+        "spec": {"containers": [{"name": "app", "image": realnodes.busybox_image("1.35.0")}]},
     }
 
     def admitted() -> dict[str, object]:

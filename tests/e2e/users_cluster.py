@@ -1,6 +1,6 @@
 """A cluster as a user's is, for the e2e tests that deploy the product with its manifests
-(hack/userscluster.py: its own local control plane whose one node is a real, untainted kubelet, with
-the product's images imported into its containerd, so ``kubectl apply -k manifests/`` runs with
+(hack/localcluster/userscluster.py: its own local control plane whose one node is a real, untainted kubelet,
+with the product's images imported into its containerd, so ``kubectl apply -k manifests/`` runs with
 ``IfNotPresent`` and no registry)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import localcluster
-import userscluster
+from localcluster import userscluster
 from tests.e2e.test_real_node import why_no_real_node
 
 

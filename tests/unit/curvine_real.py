@@ -1,5 +1,5 @@
-"""The real curvine-fuse (hack/curvinebins.py unpacks it from ../shared/peers/curvine into the cache),
-for the unit tests that check the driver's command lines against the binary itself."""
+"""The real curvine-fuse (hack/localcluster/peers/curvinebins.py unpacks it from ../shared/peers/curvine into
+the cache), for the unit tests that check the driver's command lines against the binary itself."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import curvinebins
+from localcluster.peers import curvinebins
 
 _DIR = curvinebins.find()
 FUSE_BINARY: Path | None = _DIR / curvinebins.FUSE if _DIR else None

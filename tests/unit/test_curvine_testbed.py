@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import curvinebins
-import curvinecluster
+from localcluster.peers import curvinebins, curvinecluster
 
 
 def peer(tmp_path: Path, members: dict[str, bytes]) -> Path:

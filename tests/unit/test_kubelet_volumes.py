@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kubelet_volumes import plan, wanted
-
 from kubectl_fluid.api import names
+from localcluster.kubelet_volumes import plan, wanted
 
 NODES = ["n0", "n1"]
 

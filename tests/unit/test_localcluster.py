@@ -12,6 +12,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 import localcluster
+from localcluster.kwoknodes import FAKE_NODE_ANNOTATION, node_manifest
+from localcluster.pki import write_kubeconfig, write_pki
+from localcluster.state import free_ports, proc_start_time
 
 
 def load(path: Path) -> x509.Certificate:
@@ -19,7 +22,7 @@ def load(path: Path) -> x509.Certificate:
 
 
 def test_pki_chains_to_the_ca_with_the_identities_kubernetes_reads(tmp_path: Path) -> None:
-    localcluster.write_pki(tmp_path)
+    write_pki(tmp_path)
     ca, server, admin = (load(tmp_path / f) for f in ("ca.crt", "apiserver.crt", "admin.crt"))
     ca_key = ca.public_key()
     assert isinstance(ca_key, ec.EllipticCurvePublicKey)
@@ -40,7 +43,7 @@ def test_pki_chains_to_the_ca_with_the_identities_kubernetes_reads(tmp_path: Pat
 
 def test_kubeconfig_points_at_the_recorded_port_and_pki(tmp_path: Path) -> None:
     cluster = localcluster.Cluster(state_dir=tmp_path, ports={"apiserver": 43210})
-    localcluster.write_kubeconfig(cluster)
+    write_kubeconfig(cluster)
     cfg = json.loads(cluster.kubeconfig.read_text())
     assert cfg["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:43210"
     assert cfg["users"][0]["user"]["client-key"] == str(tmp_path / "pki" / "admin.key")
@@ -67,7 +70,7 @@ def test_a_recorded_process_is_alive_only_while_the_same_process_runs(tmp_path: 
     odd.symlink_to("/bin/sleep")
     child = subprocess.Popen([str(odd), "30"])
     try:
-        started = localcluster.proc_start_time(child.pid)
+        started = proc_start_time(child.pid)
         assert started is not None
         assert started.isdigit()
         assert localcluster.Proc("x", child.pid, started).alive()
@@ -76,19 +79,19 @@ def test_a_recorded_process_is_alive_only_while_the_same_process_runs(tmp_path: 
     finally:
         child.kill()
         child.wait()
-    assert localcluster.proc_start_time(child.pid) is None
-    assert localcluster.proc_start_time(os.getpid()) is not None
+    assert proc_start_time(child.pid) is None
+    assert proc_start_time(os.getpid()) is not None
 
 
 def test_free_ports_are_distinct_and_bindable() -> None:
-    ports = localcluster.free_ports([f"p{i}" for i in range(8)])
+    ports = free_ports([f"p{i}" for i in range(8)])
     assert len(set(ports.values())) == 8
     assert all(1024 < p < 65536 for p in ports.values())
 
 
 def test_fake_nodes_carry_the_annotation_kwok_selects_on() -> None:
-    node = localcluster.node_manifest("kwok-node-3")
-    assert node["metadata"]["annotations"][localcluster.FAKE_NODE_ANNOTATION] == "fake"
+    node = node_manifest("kwok-node-3")
+    assert node["metadata"]["annotations"][FAKE_NODE_ANNOTATION] == "fake"
     assert node["metadata"]["labels"]["kubernetes.io/hostname"] == "kwok-node-3"
     # No taint: ordinary Deployments must land without tolerations.
     assert "taints" not in node.get("spec", {})

@@ -1,5 +1,5 @@
-"""A real node's own view of the host's /var/lib (hack/nodeview.py, realnode.node_view): the paths the
-product's manifests name are the node's own directories, in a mount namespace where what is mounted
+"""A real node's own view of the host's /var/lib (hack/localcluster/nodeview.py, realnodes.node_view): the
+paths the product's manifests name are the node's own directories, in a mount namespace where what is mounted
 beneath them reaches the node's folder on the host and nothing else of the host."""
 
 from __future__ import annotations
@@ -14,17 +14,16 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-import nodeview
-import realnode
 from kubectl_fluid.api import names
+from localcluster import nodeview, realnodes
 
 PORTS = {"kubelet": 41001, "healthz": 41002}
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
 NODEVIEW = Path(nodeview.__file__)
 
 
-def node(tmp_path: Path, index: int = 0) -> realnode.RealNode:
-    return realnode.plan(tmp_path, index, PORTS, "192.0.2.2")
+def node(tmp_path: Path, index: int = 0) -> realnodes.RealNode:
+    return realnodes.plan(tmp_path, index, PORTS, "192.0.2.2")
 
 
 def manifest_host_paths() -> set[str]:
@@ -41,7 +40,7 @@ def manifest_host_paths() -> set[str]:
 
 def test_every_var_lib_host_path_of_the_manifests_is_the_nodes_own(tmp_path: Path) -> None:
     a, b = node(tmp_path / "a"), node(tmp_path / "b")
-    view = dict((target, source) for source, target in realnode.node_view(a))
+    view = dict((target, source) for source, target in realnodes.node_view(a))
     wanted = {p for p in manifest_host_paths() if p.startswith("/var/lib/")}
     assert wanted, "the manifests name no /var/lib hostPath any more: is this test still needed?"
     for path in wanted:
@@ -49,7 +48,7 @@ def test_every_var_lib_host_path_of_the_manifests_is_the_nodes_own(tmp_path: Pat
     assert names.KUBELET_ROOT in view
     # Beneath the node's folder (so `down` unmounts what kubelet mounts there), one per node.
     assert all(s.startswith(a.dir + "/") for s in view.values())
-    other = {s for s, _ in realnode.node_view(b)}
+    other = {s for s, _ in realnodes.node_view(b)}
     assert not other & set(view.values())
     assert view[names.KUBELET_ROOT] == str(a.kubelet_root)
 
@@ -57,13 +56,13 @@ def test_every_var_lib_host_path_of_the_manifests_is_the_nodes_own(tmp_path: Pat
 def test_containerd_runs_in_the_nodes_view_and_kubelet_joins_it(tmp_path: Path) -> None:
     n = node(tmp_path)
     bins = tmp_path / "bins"
-    argv = realnode.containerd_command(n, bins)
+    argv = realnodes.containerd_command(n, bins)
     assert argv[:4] == ["unshare", "--mount", "--propagation", "unchanged"]
     root, binds, command = nodeview.parse(argv[argv.index(str(NODEVIEW)) + 1 :])
     assert root == n.dir
-    assert binds == realnode.node_view(n)
+    assert binds == realnodes.node_view(n)
     assert command[0] == str(bins / "containerd")
-    kubelet = realnode.kubelet_command(n, bins, 4242)
+    kubelet = realnodes.kubelet_command(n, bins, 4242)
     assert kubelet[:2] == ["nsenter", "--mount=/proc/4242/ns/mnt"]
     assert f"--root-dir={names.KUBELET_ROOT}" in kubelet
 

@@ -1,4 +1,4 @@
-"""OCI image archives written with the standard library (hack/ociimage.py): a layout ``ctr images
+"""OCI image archives written with the standard library (hack/images/oci.py): a layout ``ctr images
 import`` reads, every digest true to its blob, and reproducible to the byte."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import ociimage
+from images import oci
 
 
 def members(archive: bytes) -> dict[str, bytes]:
@@ -29,21 +29,21 @@ def blob(files: dict[str, bytes], digest: str) -> bytes:
 
 
 def test_archive_is_an_oci_layout_whose_digests_and_sizes_are_true(tmp_path: Path) -> None:
-    layer = ociimage.layer_tar([ociimage.Entry("pause", b"\x7fELF...")])
+    layer = oci.layer_tar([oci.Entry("pause", b"\x7fELF...")])
     out = tmp_path / "img.tar"
-    digest = ociimage.write_archive(out, "localhost/x/pause:v1", [layer], {"Entrypoint": ["/pause"]})
+    digest = oci.write_archive(out, "localhost/x/pause:v1", [layer], {"Entrypoint": ["/pause"]})
     files = members(out.read_bytes())
     assert json.loads(files["oci-layout"]) == {"imageLayoutVersion": "1.0.0"}
     index = json.loads(files["index.json"])
     [entry] = index["manifests"]
     assert entry["digest"] == digest
-    assert entry["annotations"][ociimage.CONTAINERD_NAME] == "localhost/x/pause:v1"
-    assert entry["annotations"][ociimage.OCI_REF_NAME] == "v1"
+    assert entry["annotations"][oci.CONTAINERD_NAME] == "localhost/x/pause:v1"
+    assert entry["annotations"][oci.OCI_REF_NAME] == "v1"
     assert entry["platform"] == {"architecture": "amd64", "os": "linux"}
     manifest_bytes = blob(files, digest)
     assert entry["size"] == len(manifest_bytes)
     manifest = json.loads(manifest_bytes)
-    assert manifest["mediaType"] == ociimage.MANIFEST
+    assert manifest["mediaType"] == oci.MANIFEST
     config = json.loads(blob(files, manifest["config"]["digest"]))
     [layer_desc] = manifest["layers"]
     assert blob(files, layer_desc["digest"]) == layer
@@ -55,18 +55,18 @@ def test_archive_is_an_oci_layout_whose_digests_and_sizes_are_true(tmp_path: Pat
 
 
 def test_archives_are_reproducible_to_the_byte(tmp_path: Path) -> None:
-    entries = [ociimage.Entry("bin/a", b"a"), ociimage.Entry("bin/b", target="a")]
+    entries = [oci.Entry("bin/a", b"a"), oci.Entry("bin/b", target="a")]
     a, b = tmp_path / "a.tar", tmp_path / "b.tar"
-    ociimage.write_archive(a, "localhost/x/y:1", [ociimage.layer_tar(entries)], {})
-    ociimage.write_archive(b, "localhost/x/y:1", [ociimage.layer_tar(reversed(entries))], {})
+    oci.write_archive(a, "localhost/x/y:1", [oci.layer_tar(entries)], {})
+    oci.write_archive(b, "localhost/x/y:1", [oci.layer_tar(reversed(entries))], {})
     assert a.read_bytes() == b.read_bytes()
 
 
 def test_an_untagged_name_is_latest(tmp_path: Path) -> None:
     # A registry port is not a tag.
-    ociimage.write_archive(tmp_path / "i.tar", "localhost:5000/x/y", [ociimage.layer_tar([])], {})
+    oci.write_archive(tmp_path / "i.tar", "localhost:5000/x/y", [oci.layer_tar([])], {})
     index = json.loads(members((tmp_path / "i.tar").read_bytes())["index.json"])
-    assert index["manifests"][0]["annotations"][ociimage.OCI_REF_NAME] == "latest"
+    assert index["manifests"][0]["annotations"][oci.OCI_REF_NAME] == "latest"
 
 
 paths = st.lists(
@@ -89,8 +89,8 @@ def test_layer_round_trips_its_files_with_root_owner_and_epoch_dates(
     # A path that is also a parent of another cannot be a file: keep the leaves.
     leaves = [n for n in names if not any(o.startswith(n + "/") for o in names)]
     contents = {n: data.draw(st.binary(max_size=64)) for n in leaves}
-    entries = [*ociimage.directories(contents), *(ociimage.Entry(n, c, 0o640) for n, c in contents.items())]
-    raw = ociimage.layer_tar(entries)
+    entries = [*oci.directories(contents), *(oci.Entry(n, c, 0o640) for n, c in contents.items())]
+    raw = oci.layer_tar(entries)
     with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
         infos = tar.getmembers()
         assert [i.name for i in infos] == sorted(i.name for i in infos)
@@ -107,13 +107,13 @@ def test_layer_round_trips_its_files_with_root_owner_and_epoch_dates(
 )
 def test_busybox_image_has_a_shell_and_every_applet_as_a_symlink(tmp_path: Path) -> None:
     binary = Path(shutil.which("busybox") or "")
-    entries = {e.path: e for e in ociimage.busybox_entries(binary)}
+    entries = {e.path: e for e in oci.busybox_entries(binary)}
     assert entries["bin/busybox"].data == binary.read_bytes()
     assert entries["bin/sh"].target == "/bin/busybox"
     assert entries["tmp"].mode == 0o1777
     assert b"root:x:0:0" in (entries["etc/passwd"].data or b"")
     # Each parent exactly once, none of them also a file or a link.
-    tar = ociimage.layer_tar(entries.values())
+    tar = oci.layer_tar(entries.values())
     with tarfile.open(fileobj=io.BytesIO(tar)) as t:
         names = [m.name for m in t.getmembers()]
     assert len(names) == len(set(names))
@@ -123,11 +123,11 @@ def test_busybox_image_has_a_shell_and_every_applet_as_a_symlink(tmp_path: Path)
 
 
 def test_a_layer_given_as_a_file_is_streamed_into_the_same_archive(tmp_path: Path) -> None:
-    layer = ociimage.layer_tar([ociimage.Entry("etc/os-release", b"ID=debian\n", 0o644)])
+    layer = oci.layer_tar([oci.Entry("etc/os-release", b"ID=debian\n", 0o644)])
     (tmp_path / "rootfs.tar").write_bytes(layer)
     from_bytes, from_file = tmp_path / "a.tar", tmp_path / "b.tar"
-    ociimage.write_archive(from_bytes, "localhost/x/y:1", [layer], {})
-    ociimage.write_archive(from_file, "localhost/x/y:1", [tmp_path / "rootfs.tar"], {})
+    oci.write_archive(from_bytes, "localhost/x/y:1", [layer], {})
+    oci.write_archive(from_file, "localhost/x/y:1", [tmp_path / "rootfs.tar"], {})
     assert from_bytes.read_bytes() == from_file.read_bytes()
 
 
@@ -136,7 +136,7 @@ def test_a_static_binary_image_holds_the_binary_at_its_name_as_entrypoint(tmp_pa
     binary = tmp_path / "csi-provisioner"
     binary.write_bytes(b"\x7fELF provisioner")
     out = tmp_path / "img.tar"
-    digest = ociimage.binary_image(binary, "registry.k8s.io/sig-storage/csi-provisioner:v5.3.0", out)
+    digest = oci.binary_image(binary, "registry.k8s.io/sig-storage/csi-provisioner:v5.3.0", out)
     files = members(out.read_bytes())
     manifest = json.loads(blob(files, digest))
     config = json.loads(blob(files, manifest["config"]["digest"]))
@@ -145,6 +145,6 @@ def test_a_static_binary_image_holds_the_binary_at_its_name_as_entrypoint(tmp_pa
     assert members(blob(files, layer["digest"])) == {"csi-provisioner": b"\x7fELF provisioner"}
     # The pause image is one of these.
     (tmp_path / "pause").write_bytes(b"p")
-    assert ociimage.pause_image(tmp_path / "pause", "x:1", tmp_path / "a.tar") == ociimage.binary_image(
+    assert oci.pause_image(tmp_path / "pause", "x:1", tmp_path / "a.tar") == oci.binary_image(
         tmp_path / "pause", "x:1", tmp_path / "b.tar"
     )

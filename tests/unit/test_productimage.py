@@ -1,4 +1,4 @@
-"""The product's image built without Docker (hack/productimage.py) agrees with the Dockerfile users
+"""The product's image built without Docker (hack/images/product.py) agrees with the Dockerfile users
 build: the same default user, command, PATH, Python environment and Debian packages."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-import productimage
+from images import product
 
 DOCKERFILE = (Path(__file__).resolve().parents[2] / "Dockerfile").read_text()
 
@@ -17,7 +17,7 @@ def runtime_stage() -> str:
 
 
 def test_user_command_and_environment_agree_with_the_dockerfile() -> None:
-    config = productimage.image_config()
+    config = product.image_config()
     stage = runtime_stage()
     user = re.search(r"^USER (\S+)", stage, re.M)
     assert user
@@ -37,12 +37,12 @@ def test_packages_and_entry_points_agree_with_the_dockerfile() -> None:
     stage = runtime_stage()
     installed = re.search(r"apt-get install --yes --no-install-recommends ([^\\&\n]+)", stage)
     assert installed
-    assert set(installed.group(1).split()) <= set(productimage.PACKAGES)
+    assert set(installed.group(1).split()) <= set(product.PACKAGES)
     checked = re.search(r"for c in ([^;]+); do", stage)
     assert checked
-    assert set(checked.group(1).split()) <= set(productimage.CONSOLE_SCRIPTS)
-    assert f"--uid {productimage.UID}" in stage
-    hooks = " ".join(productimage.customize_hooks(Path("/w")))
-    assert f"useradd --system --uid {productimage.UID}" in hooks
+    assert set(checked.group(1).split()) <= set(product.CONSOLE_SCRIPTS)
+    assert f"--uid {product.UID}" in stage
+    hooks = " ".join(product.customize_hooks(Path("/w")))
+    assert f"useradd --system --uid {product.UID}" in hooks
     # The chroot has no network: the venv is installed from the wheels collected on the host alone.
     assert "--no-index" in hooks

@@ -1,5 +1,6 @@
-"""A real node's pure parts (hack/realnode.py): its private names, the containerd, CNI and kubelet
-configuration this machine needs, the node identity from the cluster CA, the API server's hosts file."""
+"""A real node's pure parts (hack/localcluster/realnodes.py): its private names, the containerd, CNI and
+kubelet configuration this machine needs, the node identity from the cluster CA, the API server's hosts
+file."""
 
 from __future__ import annotations
 
@@ -15,14 +16,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import localcluster
-import realnode
 from kubectl_fluid.api import names
+from localcluster import realnodes
+from localcluster.controlplane import SERVICE_CIDR, private_hosts
+from localcluster.pki import sign_leaf, write_pki
+from localcluster.state import HOSTS_FILE
 
 PORTS = {"kubelet": 41001, "healthz": 41002}
 
 
-def node(tmp_path: Path, index: int = 0) -> realnode.RealNode:
-    return realnode.plan(tmp_path, index, PORTS, "192.0.2.2")
+def node(tmp_path: Path, index: int = 0) -> realnodes.RealNode:
+    return realnodes.plan(tmp_path, index, PORTS, "192.0.2.2")
 
 
 def test_names_are_private_to_the_state_dir_and_fit_linux(tmp_path: Path) -> None:
@@ -44,7 +48,7 @@ def test_sockets_fit_linux_unix_path_limit_whatever_the_state_dir(tmp_path: Path
     n = node(tmp_path / ("deep" * 30))
     assert len(f"{n.socket}.ttrpc") <= 107
     assert len(f"{n.kubelet_root}/plugins_registry/{names.CSI_DRIVER}-reg.sock") <= 107
-    assert Path(n.dir).parent == realnode.DATA_DIR
+    assert Path(n.dir).parent == realnodes.DATA_DIR
     # The record stays in the state dir, where `down` finds it.
     assert Path(n.record) == (tmp_path / ("deep" * 30)).resolve() / "realnodes" / "real-node-0"
 
@@ -52,14 +56,14 @@ def test_sockets_fit_linux_unix_path_limit_whatever_the_state_dir(tmp_path: Path
 def test_node_record_round_trips(tmp_path: Path) -> None:
     n = node(tmp_path)
     n.save()
-    assert realnode.RealNode.load(Path(n.record)) == n
+    assert realnodes.RealNode.load(Path(n.record)) == n
     assert (Path(n.record) / "data").readlink() == n.root
-    assert realnode.RealNode.load(tmp_path / "nowhere") is None
+    assert realnodes.RealNode.load(tmp_path / "nowhere") is None
 
 
 def test_containerd_is_private_to_the_node_and_set_for_this_machine(tmp_path: Path) -> None:
     n = node(tmp_path)
-    config = tomllib.loads(realnode.containerd_config(n, Path("/bins"), "localhost/kubectl-fluid/pause:v1"))
+    config = tomllib.loads(realnodes.containerd_config(n, Path("/bins"), "localhost/kubectl-fluid/pause:v1"))
     assert config["version"] == 3
     assert config["imports"] == []
     assert "io.containerd.nri.v1.nri" in config["disabled_plugins"]
@@ -87,7 +91,7 @@ def test_containerd_is_private_to_the_node_and_set_for_this_machine(tmp_path: Pa
 
 def test_cni_bridge_has_no_gateway_and_no_masquerade(tmp_path: Path) -> None:
     n = node(tmp_path)
-    bridge, loopback = realnode.cni_config(n)["plugins"]
+    bridge, loopback = realnodes.cni_config(n)["plugins"]
     assert (bridge["type"], loopback["type"]) == ("bridge", "loopback")
     assert bridge["bridge"] == n.bridge
     assert bridge["isGateway"] is False
@@ -101,8 +105,8 @@ def test_pods_route_only_the_service_range_to_the_host(tmp_path: Path) -> None:
     # through the host (where the node's DNAT rule answers the kubernetes Service). isGateway stays off:
     # the bridge plugin would turn on the host's ip_forward with it.
     n = node(tmp_path)
-    bridge = realnode.cni_config(n)["plugins"][0]
-    assert bridge["ipam"]["routes"] == [{"dst": localcluster.SERVICE_CIDR, "gw": n.bridge_ip}]
+    bridge = realnodes.cni_config(n)["plugins"][0]
+    assert bridge["ipam"]["routes"] == [{"dst": SERVICE_CIDR, "gw": n.bridge_ip}]
     assert bridge["isGateway"] is False
     assert ipaddress.ip_address(n.bridge_ip) in ipaddress.ip_network(n.subnet)
 
@@ -110,7 +114,7 @@ def test_pods_route_only_the_service_range_to_the_host(tmp_path: Path) -> None:
 @settings(max_examples=50, deadline=None)
 @given(st.text(alphabet="abcdefgh/", min_size=1, max_size=40), st.integers(min_value=0, max_value=9))
 def test_bridge_address_is_a_host_of_the_nodes_subnet(tail: str, index: int) -> None:
-    n = realnode.plan(Path("/tmp") / tail.strip("/"), index, PORTS, "192.0.2.2")
+    n = realnodes.plan(Path("/tmp") / tail.strip("/"), index, PORTS, "192.0.2.2")
     net = ipaddress.ip_network(n.subnet)
     ip = ipaddress.ip_address(n.bridge_ip)
     assert ip in net
@@ -119,8 +123,8 @@ def test_bridge_address_is_a_host_of_the_nodes_subnet(tail: str, index: int) -> 
 
 def test_pods_resolve_cluster_names_through_the_nodes_coredns(tmp_path: Path) -> None:
     n = node(tmp_path)
-    assert realnode.kubelet_config(n, tmp_path / "ca.crt")["clusterDNS"] == [n.bridge_ip]
-    corefile = realnode.corefile(n, tmp_path / "kubeconfig")
+    assert realnodes.kubelet_config(n, tmp_path / "ca.crt")["clusterDNS"] == [n.bridge_ip]
+    corefile = realnodes.corefile(n, tmp_path / "kubeconfig")
     words = [line.split() for line in corefile.splitlines() if line.strip()]
     assert ["bind", n.bridge_ip] in words  # its own bridge only, never the host's other addresses
     assert ["kubernetes", "cluster.local", "in-addr.arpa", "ip6.arpa", "{"] in words
@@ -131,10 +135,10 @@ def test_pods_resolve_cluster_names_through_the_nodes_coredns(tmp_path: Path) ->
 
 def test_the_kubernetes_service_is_routed_to_the_api_server_from_this_bridge_only(tmp_path: Path) -> None:
     a, b = node(tmp_path / "a"), node(tmp_path / "b")
-    add = realnode.service_rules(a, "10.96.0.1", 6443)
+    add = realnodes.service_rules(a, "10.96.0.1", 6443)
     assert all(rule[:2] == ["-t", "nat"] for rule in add)
     jump = [r for r in add if "PREROUTING" in r]
-    assert jump == [["-t", "nat", "-A", "PREROUTING", "-i", a.bridge, "-j", realnode.chain(a)]]
+    assert jump == [["-t", "nat", "-A", "PREROUTING", "-i", a.bridge, "-j", realnodes.chain(a)]]
     dnat = [r for r in add if "DNAT" in r]
     assert len(dnat) == 1
     rule = dnat[0]
@@ -143,16 +147,16 @@ def test_the_kubernetes_service_is_routed_to_the_api_server_from_this_bridge_onl
     assert rule[rule.index("--to-destination") + 1] == "127.0.0.1:6443"
     assert not any("MASQUERADE" in r or "SNAT" in r for r in add)
     # Two nodes (two clusters side by side) never share a chain; iptables allows 28 characters.
-    assert realnode.chain(a) != realnode.chain(b)
-    assert len(realnode.chain(a)) <= 28
-    remove = realnode.service_rules_removal(a)
-    assert ["-t", "nat", "-D", "PREROUTING", "-i", a.bridge, "-j", realnode.chain(a)] in remove
-    assert remove[-1] == ["-t", "nat", "-X", realnode.chain(a)]
+    assert realnodes.chain(a) != realnodes.chain(b)
+    assert len(realnodes.chain(a)) <= 28
+    remove = realnodes.service_rules_removal(a)
+    assert ["-t", "nat", "-D", "PREROUTING", "-i", a.bridge, "-j", realnodes.chain(a)] in remove
+    assert remove[-1] == ["-t", "nat", "-X", realnodes.chain(a)]
 
 
 def test_kubelet_serves_loopback_only_and_carries_what_this_machine_forces(tmp_path: Path) -> None:
     n = node(tmp_path)
-    config = realnode.kubelet_config(n, tmp_path / "ca.crt")
+    config = realnodes.kubelet_config(n, tmp_path / "ca.crt")
     assert config["address"] == config["healthzBindAddress"] == "127.0.0.1"
     assert (config["port"], config["healthzPort"], config["readOnlyPort"]) == (41001, 41002, 0)
     assert config["authentication"]["anonymous"] == {"enabled": False}
@@ -166,21 +170,21 @@ def test_kubelet_serves_loopback_only_and_carries_what_this_machine_forces(tmp_p
     assert config["containerRuntimeEndpoint"] == f"unix://{n.socket}"
     assert config["podLogsDir"].startswith(n.dir + "/")
     assert config["registerWithTaints"] == [
-        {"key": realnode.REAL_NODE_KEY, "value": "true", "effect": "NoSchedule"}
+        {"key": realnodes.REAL_NODE_KEY, "value": "true", "effect": "NoSchedule"}
     ]
 
 
 def test_an_untainted_node_takes_every_pod_as_a_users_node_does(tmp_path: Path) -> None:
     # A cluster whose only node is real: the product's manifests, unchanged, schedule onto it.
-    n = realnode.plan(tmp_path, 0, PORTS, "192.0.2.2", tainted=False)
-    assert "registerWithTaints" not in realnode.kubelet_config(n, tmp_path / "ca.crt")
+    n = realnodes.plan(tmp_path, 0, PORTS, "192.0.2.2", tainted=False)
+    assert "registerWithTaints" not in realnodes.kubelet_config(n, tmp_path / "ca.crt")
     n.save()
-    assert realnode.RealNode.load(Path(n.record)) == n
+    assert realnodes.RealNode.load(Path(n.record)) == n
 
 
 def test_kubelet_identity_is_a_node_of_the_cluster_ca(tmp_path: Path) -> None:
-    localcluster.write_pki(tmp_path)
-    cert_pem, _ = localcluster.sign_leaf(tmp_path, "system:node:real-node-0", "system:nodes")
+    write_pki(tmp_path)
+    cert_pem, _ = sign_leaf(tmp_path, "system:node:real-node-0", "system:nodes")
     ca = x509.load_pem_x509_certificate((tmp_path / "ca.crt").read_bytes())
     cert = x509.load_pem_x509_certificate(cert_pem)
     cert.verify_directly_issued_by(ca)
@@ -201,7 +205,7 @@ def test_kubelet_identity_is_a_node_of_the_cluster_ca(tmp_path: Path) -> None:
 
 def test_node_kubeconfig_uses_the_node_certificate(tmp_path: Path) -> None:
     n = node(tmp_path)
-    config = realnode.node_kubeconfig("https://127.0.0.1:6443", tmp_path / "pki", n)
+    config = realnodes.node_kubeconfig("https://127.0.0.1:6443", tmp_path / "pki", n)
     json.dumps(config)
     assert config["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:6443"
     assert config["users"][0]["user"]["client-certificate"] == str(n.root / "pki" / "kubelet.crt")
@@ -209,22 +213,22 @@ def test_node_kubeconfig_uses_the_node_certificate(tmp_path: Path) -> None:
 
 def test_api_server_hosts_file_keeps_the_nodes_names_across_restarts(tmp_path: Path) -> None:
     cluster = localcluster.Cluster(state_dir=tmp_path)
-    argv = localcluster.private_hosts(cluster)
-    hosts = tmp_path / localcluster.HOSTS_FILE
+    argv = private_hosts(cluster)
+    hosts = tmp_path / HOSTS_FILE
     assert argv[:2] == ["unshare", "--mount"]
     assert argv[-1] == str(hosts)
     assert hosts.read_text() == Path("/etc/hosts").read_text()
     with open(hosts, "a") as f:
         f.write("127.0.0.1 real-node-0\n")
-    localcluster.private_hosts(cluster)  # restart_storage starts the API server again
+    private_hosts(cluster)  # restart_storage starts the API server again
     assert hosts.read_text().endswith("127.0.0.1 real-node-0\n")
 
 
 def test_busybox_version_from_its_banner() -> None:
     banner = "BusyBox v1.35.0 (Debian 1:1.35.0-4+deb12u1+b1) multi-call binary.\nBusyBox is copyrighted"
-    assert realnode.busybox_version(banner) == "1.35.0"
+    assert realnodes.busybox_version(banner) == "1.35.0"
     with pytest.raises(ValueError, match="not a busybox banner"):
-        realnode.busybox_version("sh: busybox: not found")
+        realnodes.busybox_version("sh: busybox: not found")
 
 
 def test_node_ip_is_the_first_global_ipv4_address() -> None:
@@ -232,6 +236,6 @@ def test_node_ip_is_the_first_global_ipv4_address() -> None:
         "2: eth0    inet 192.0.2.2/24 brd 192.0.2.255 scope global eth0\\       valid_lft forever\n"
         "3: eth1    inet 198.51.100.7/24 scope global eth1\n"
     )
-    assert realnode.host_address(out) == "192.0.2.2"
+    assert realnodes.host_address(out) == "192.0.2.2"
     with pytest.raises(SystemExit, match="no global IPv4 address"):
-        realnode.host_address("")
+        realnodes.host_address("")

@@ -1,7 +1,7 @@
-"""A single-node real Curvine (master + worker) for the test bed: ``make up`` (hack/fluidprocs.py),
+"""A single-node real Curvine (master + worker) for the test bed: ``make up`` (localcluster/product.py),
 the e2e tests of the FUSE path and ``make bench`` run it on free loopback ports.
 
-Its configuration is derived from the test peer's example (hack/curvinebins.py caches it beside the
+Its configuration is derived from the test peer's example (curvinebins.py caches it beside the
 binaries), which carries the three settings this kind of machine needs: ``[fuse] enable_splice =
 false`` (no CAP_SYS_RESOURCE, pipes capped at 1 MiB: with splice, curvine-fuse mounts and dies),
 ``[journal] raft_tick_interval_ms = 100`` (a single master otherwise takes ~14 s to elect itself)
@@ -38,7 +38,7 @@ from typing import IO, Any
 
 import tomli_w
 
-import curvinebins
+from localcluster.peers import curvinebins
 
 LOOPBACK = "127.0.0.1"
 PORTS = ("master-rpc", "master-web", "journal", "worker-rpc", "worker-web", "fuse-web")

@@ -1,18 +1,18 @@
-"""The project's own processes on the local cluster (``make up``): CRDs, RBAC and the sample
+"""The product as local processes on the local cluster (``make up``): CRDs, RBAC and the sample
 CacheRuntimeClasses applied from manifests/, then the controller and the webhook as local processes
 that authenticate as their ServiceAccounts, recorded beside the control plane so ``make down`` stops
 them.
 
-The FUSE path runs on a real single-node Curvine (hack/curvinecluster.py: master and worker on free
-loopback ports, ready once written to) when its binaries are there (hack/curvinebins.py: the test
+The FUSE path runs on a real single-node Curvine (peers/curvinecluster.py: master and worker on free
+loopback ports, ready once written to) when its binaries are there (peers/curvinebins.py: the test
 peer folder or the cache); the CSI node services then start the real curvine-fuse and the CSI
 controller makes volume directories in Curvine itself. Without them it runs the development
 stand-in, and says so.
 
 Curvine runs as local processes of the test bed, not as the ``curvine`` CacheRuntime's component
 pods: the sample class's pods render their configuration with gomplate in an init container and
-start through the Curvine image's /entrypoint.sh, neither of which exists on this machine, and the
-pod runner runs no init containers.
+start through the Curvine image's /entrypoint.sh, neither of which exists on this machine, and kwok
+nodes run no containers.
 """
 
 from __future__ import annotations
@@ -29,9 +29,8 @@ from typing import Any
 
 import yaml
 
-import curvinebins
-import curvinecluster
-from localcluster import (
+from localcluster.peers import curvinebins, curvinecluster
+from localcluster.state import (
     CSI_CONTROLLER_DIR,
     CURVINE_DIR,
     CURVINE_PROCS,
@@ -41,7 +40,9 @@ from localcluster import (
     api,
     free_ports,
     log,
+    pythonpath_with_hack,
     start,
+    stop,
     wait_for,
 )
 
@@ -155,8 +156,6 @@ def ensure_webhook(cluster: Cluster) -> None:
     if running and answers_healthz(cluster.ports.get(name), cert_dir / "ca.crt"):
         return
     if running:
-        from localcluster import stop
-
         log(f"{name} runs but does not answer /healthz: restarting it")
         stop(running, grace=5)
     cluster.procs = [p for p in cluster.procs if p.name != name]
@@ -216,8 +215,6 @@ def ensure_curvine(cluster: Cluster) -> curvinecluster.Layout | None:
         return None
     if all(any(p.name == n and p.alive() for p in cluster.procs) for n in CURVINE_PROCS):
         return layout
-    from localcluster import stop
-
     stop([p for p in cluster.procs if p.name in CURVINE_PROCS], grace=0)
     cluster.procs = [p for p in cluster.procs if p.name not in CURVINE_PROCS]
     if not layout.config.exists():
@@ -253,8 +250,6 @@ def ensure_csi_nodes(cluster: Cluster, layout: curvinecluster.Layout | None = No
         return
     # A node service must not run twice on one node: stop what is left and start all afresh (the
     # node services recover their mounts from their state files).
-    from localcluster import stop
-
     stop([p for p in cluster.procs if p.name in [*names, standin]])
     cluster.procs = [p for p in cluster.procs if p.name not in [*names, standin]]
     kubeconfig = service_account_kubeconfig(cluster, "fluid-csi-node")
@@ -303,10 +298,12 @@ def ensure_csi_nodes(cluster: Cluster, layout: curvinecluster.Layout | None = No
         standin,
         [
             sys.executable,
-            str(REPO / "hack" / "kubeletstandin.py"),
+            "-m",
+            "localcluster.kubeletstandin",
             f"--kubeconfig={cluster.kubeconfig}",
             *node_args,
         ],
+        env={"PYTHONPATH": pythonpath_with_hack()},
     )
     log_file = cluster.logs / f"{standin}.log"
     wait_for(
@@ -326,8 +323,6 @@ def ensure_csi_controller(cluster: Cluster, layout: curvinecluster.Layout | None
     driver, provisioner = "fluid-csi-controller", "csi-provisioner"
     if all(any(p.name == n and p.alive() for p in cluster.procs) for n in (driver, provisioner)):
         return
-    from localcluster import stop
-
     stop([p for p in cluster.procs if p.name in (driver, provisioner)])
     cluster.procs = [p for p in cluster.procs if p.name not in (driver, provisioner)]
     kubeconfig = service_account_kubeconfig(cluster, "fluid-csi-controller")

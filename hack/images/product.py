@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The product's image as an OCI archive, built without Docker or a registry: a Debian bookworm root
 file system from Debian's packages (``mmdebstrap --variant=minbase``), the project's wheel and its
-dependencies from PyPI in a venv at /opt/fluid, written by hack/ociimage.py for ``ctr images import``.
+dependencies from PyPI in a venv at /opt/fluid, written by oci.py for ``ctr images import``.
 
-    python hack/productimage.py [--out DIR]     # prints the archive's path
+    PYTHONPATH=hack python -m images.product [--out DIR]     # prints the archive's path
 
 Its contents follow the Dockerfile: Python 3.11, fuse3 (libfuse3 for curvine-fuse-standin's mfusepy,
 fusermount3), the venv on PATH, user and group ``fluid`` 65532 as the default user, no entrypoint and
@@ -24,14 +24,14 @@ import tempfile
 import time
 from pathlib import Path
 
-import debianimage
+from images import debian
 
-HACK = Path(__file__).resolve().parent
+HACK = Path(__file__).resolve().parents[1]
 REPO = HACK.parent
-CACHE = debianimage.CACHE
+CACHE = debian.CACHE
 # The name the manifests use (kubectl-fluid:latest, IfNotPresent), as containerd normalises it.
 NAME = "docker.io/library/kubectl-fluid:latest"
-SUITE = debianimage.SUITE
+SUITE = debian.SUITE
 PACKAGES = ("python3", "python3-venv", "fuse3")
 CONSOLE_SCRIPTS = ("fluid-controller", "fluid-webhook", "fluid-csi", "curvine-fuse-standin", "kubectl-fluid")
 UID = 65532
@@ -63,34 +63,34 @@ def customize_hooks(wheels: Path) -> list[str]:
     the chroot), the user, the check that every entry point starts and libfuse3 is found."""
     checks = " && ".join(f"{c} --help >/dev/null" for c in CONSOLE_SCRIPTS)
     return [
-        *debianimage.venv_hooks(wheels, "/opt/fluid", "kubectl-fluid"),
-        *debianimage.user_hooks(UID, "fluid"),
+        *debian.venv_hooks(wheels, "/opt/fluid", "kubectl-fluid"),
+        *debian.user_hooks(UID, "fluid"),
         'chroot "$1" /opt/fluid/bin/python -c '
         + shlex.quote("import ctypes.util, sys; sys.exit(ctypes.util.find_library('fuse3') is None)"),
         f'chroot "$1" env PATH=/opt/fluid/bin:/usr/bin:/bin sh -c "{checks}"',
-        debianimage.CLEAN_APT,
+        debian.CLEAN_APT,
     ]
 
 
 def wheels(scratch: Path) -> Path:
     """The project's wheel and every runtime dependency's, for the Python of the image (3.11)."""
-    debianimage.require_python()
+    debian.require_python()
     dist = scratch / "dist"
     subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(REPO)], check=True,
                    stdout=subprocess.DEVNULL)  # fmt: skip
     [wheel] = dist.glob("*.whl")
-    return debianimage.pip_wheels(scratch / "wheels", str(wheel))
+    return debian.pip_wheels(scratch / "wheels", str(wheel))
 
 
 def build(out_dir: Path = CACHE) -> Path:
     t0 = time.monotonic()
-    debianimage.require_mmdebstrap()
+    debian.require_mmdebstrap()
     with tempfile.TemporaryDirectory(prefix="kubectl-fluid-image-") as tmp:
         scratch = Path(tmp)
         say("building the wheel and collecting its dependencies")
         found = wheels(scratch)
-        archive = out_dir / f"kubectl-fluid-{debianimage.tag(found)}.oci.tar"
-        debianimage.image(
+        archive = out_dir / f"kubectl-fluid-{debian.tag(found)}.oci.tar"
+        debian.image(
             archive,
             scratch,
             name=NAME,
@@ -104,7 +104,7 @@ def build(out_dir: Path = CACHE) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return debianimage.main(build, __doc__, argv)
+    return debian.main(build, __doc__, argv)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """The Mooncake image as an OCI archive, built without Docker or a registry: Debian bookworm from
-Debian's packages (``mmdebstrap --variant=minbase``, hack/debianimage.py), its python3, ``libibverbs1``
+Debian's packages (``mmdebstrap --variant=minbase``, debian.py), its python3, ``libibverbs1``
 (with libnl-3 and libnl-route-3, which it depends on), ``libcurl4`` and ``libnuma1`` (the libraries the
 wheel links but does not bundle) and the Mooncake wheel the project's
-``mooncake`` extra pins (pyproject.toml) in a venv at /opt/mooncake, written by hack/ociimage.py for
+``mooncake`` extra pins (pyproject.toml) in a venv at /opt/mooncake, written by oci.py for
 ``ctr images import``.
 
-    python hack/mooncakeimage.py [--out DIR]     # prints the archive's path
+    PYTHONPATH=hack python -m images.mooncake [--out DIR]     # prints the archive's path
 
 It serves the mooncake CacheRuntimeClass (manifests/samples/cacheruntimeclass-mooncake.yaml): its
 master and worker containers run ``mooncake_master`` and ``mooncake_client`` from PATH with /bin/sh,
@@ -29,9 +29,9 @@ import time
 import tomllib
 from pathlib import Path
 
-import debianimage
+from images import debian
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 # The class's image as containerd normalises it.
 NAME = "docker.io/mooncake/mooncake-store:latest"
 # The libraries the wheel links and does not bundle (readelf -d NEEDED of its binaries and .so files).
@@ -82,26 +82,26 @@ def customize_hooks(wheels: Path) -> list[str]:
         [*(f"{c} --version >/dev/null" for c in COMMANDS), *(f"command -v {t} >/dev/null" for t in TOOLS)]
     )
     return [
-        *debianimage.venv_hooks(wheels, PREFIX, name),
-        *debianimage.user_hooks(UID, "mooncake"),
+        *debian.venv_hooks(wheels, PREFIX, name),
+        *debian.user_hooks(UID, "mooncake"),
         f'chroot "$1" env {path} sh -c "{checks}"',
         f'chroot "$1" {PREFIX}/bin/python -c ' + shlex.quote("import mooncake.store"),
-        debianimage.CLEAN_APT,
+        debian.CLEAN_APT,
     ]
 
 
-def build(out_dir: Path = debianimage.CACHE) -> Path:
+def build(out_dir: Path = debian.CACHE) -> Path:
     t0 = time.monotonic()
-    debianimage.require_mmdebstrap()
-    debianimage.require_python()
+    debian.require_mmdebstrap()
+    debian.require_python()
     with tempfile.TemporaryDirectory(prefix="kubectl-fluid-mooncake-image-") as tmp:
         scratch = Path(tmp)
         say(f"collecting {requirement()} and its dependencies")
-        found = debianimage.pip_wheels(scratch / "wheels", requirement())
+        found = debian.pip_wheels(scratch / "wheels", requirement())
         hooks = customize_hooks(found)
         recipe = json.dumps([PACKAGES, [h.replace(str(found), "WHEELS") for h in hooks], image_config()])
-        archive = out_dir / f"mooncake-store-{debianimage.tag(found, recipe)}.oci.tar"
-        debianimage.image(
+        archive = out_dir / f"mooncake-store-{debian.tag(found, recipe)}.oci.tar"
+        debian.image(
             archive, scratch, name=NAME, packages=PACKAGES, hooks=hooks, config=image_config(), say=say
         )
     say(f"{archive} ({archive.stat().st_size >> 20} MiB) in {time.monotonic() - t0:.0f}s")
@@ -109,7 +109,7 @@ def build(out_dir: Path = debianimage.CACHE) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    return debianimage.main(build, __doc__, argv)
+    return debian.main(build, __doc__, argv)
 
 
 if __name__ == "__main__":

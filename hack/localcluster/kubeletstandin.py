@@ -13,7 +13,8 @@ written only after a call succeeded, removed only after the undoing call succeed
 of the stand-in, or of a node service, converges again. A failed call is retried on every pass and
 reported on the pod as a ``FailedMount`` Warning Event, kubelet's wording.
 
-    python hack/kubeletstandin.py --kubeconfig K --node NAME=SOCKET=KUBELET_ROOT [--node ...]
+    PYTHONPATH=hack python -m localcluster.kubeletstandin \
+        --kubeconfig K --node NAME=SOCKET=KUBELET_ROOT [--node ...]
 """
 
 from __future__ import annotations
@@ -33,13 +34,13 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-from kubelet_volumes import Publication, plan, pod_running_here, wanted
 
 from csi.proto import csi_pb2, csi_pb2_grpc
 from kubectl_fluid import logs
 from kubectl_fluid.api import names
 from kubectl_fluid.kube import client, http, resources
 from kubectl_fluid.kube.watchcache import WatchCache
+from localcluster.kubelet_volumes import Publication, plan, pod_running_here, wanted
 
 log = logging.getLogger("kubelet-standin")
 VOL_DATA = "vol_data.json"

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Real kubelet nodes joined to the local control plane (hack/localcluster.py): a containerd with runc
+"""Real kubelet nodes joined to the local control plane (controlplane.py): a containerd with runc
 and a kubelet per node, running real containers, everything private to the cluster.
 
-    LOCALCLUSTER_REAL_NODES=1 python hack/localcluster.py up     # kwok nodes and one real node
-    python hack/localcluster.py down                             # stops them, leaves nothing behind
+    PYTHONPATH=hack python -m localcluster up --real-nodes 1   # kwok nodes and one real node
+    PYTHONPATH=hack python -m localcluster down                # stops them, leaves nothing behind
 
 Each node ``real-node-N`` is recorded in ``{state}/realnodes/real-node-N/node.json`` and keeps
 everything else in ``/var/lib/kubectl-fluid/{tag}-N/`` (``tag`` from the state dir's path, linked
@@ -12,7 +12,7 @@ state; kubelet's root dir, certificates and pod logs; the CNI configuration and 
 Not under the state dir itself because a unix socket's path has at most 107 bytes: kubelet's CSI
 registration sockets under a state dir in pytest's temporary folders would pass that.
 
-containerd and kubelet run in a mount namespace of the node's own (hack/nodeview.py) where
+containerd and kubelet run in a mount namespace of the node's own (nodeview.py) where
 /var/lib/kubelet (kubelet's root dir), /var/lib/fluid-csi and /var/lib/curvine-standin are the node's
 directories: the paths of a user's node, which the product's manifests mount as hostPaths, private to
 the node. The node's folder is a shared mount, so what is mounted there in the node's namespace shows
@@ -30,7 +30,7 @@ What this machine forced (measured in shared/reference/real-node.md): a cgroup v
 (``failCgroupV1: false``, the cgroupfs driver); no CAP_SYS_RESOURCE (containerd
 ``restrict_oom_score_adj``, kubelet ``oomScoreAdj: 0``); kubelet refuses a loopback node IP, so it
 gets this host's address but serves on 127.0.0.1 only, and the API server, which dials a kubelet by
-its node name, resolves that name through its private /etc/hosts (localcluster.private_hosts).
+its node name, resolves that name through its private /etc/hosts (controlplane.private_hosts).
 
 Binaries: ``hack/build-bins.sh node`` (kubelet, containerd, ctr, the runc shim, runc, pause, busybox,
 cached by version); CNI plugins: Debian's containernetworking-plugins.
@@ -54,10 +54,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import localcluster
-import nodeview
-import ociimage
-from localcluster import Cluster, log
+import images.oci
+from localcluster import controlplane, nodeview, state
+from localcluster.mounts import release_node_mounts
+from localcluster.pki import sign_leaf
+from localcluster.state import Cluster, log
 
 NODES_DIR = "realnodes"
 NODE_FILE = "node.json"
@@ -273,7 +274,7 @@ def cni_config(node: RealNode) -> dict[str, Any]:
                 "ipam": {
                     "type": "host-local",
                     "ranges": [[{"subnet": node.subnet, "gateway": node.bridge_ip}]],
-                    "routes": [{"dst": localcluster.SERVICE_CIDR, "gw": node.bridge_ip}],
+                    "routes": [{"dst": controlplane.SERVICE_CIDR, "gw": node.bridge_ip}],
                     "dataDir": str(node.root / "cni" / "ipam"),
                 },
             },
@@ -414,7 +415,7 @@ def host_address(ip_output: str) -> str:
 @functools.cache  # one build-bins check per process: its answer does not change while we run
 def node_bins() -> Path:
     out = subprocess.run(
-        ["bash", str(localcluster.HACK / "build-bins.sh"), "node"],
+        ["bash", str(state.HACK / "build-bins.sh"), "node"],
         stdout=subprocess.PIPE,
         text=True,
         check=False,
@@ -476,11 +477,11 @@ def start(cluster: Cluster, index: int, bins: Path, tainted: bool = True) -> Rea
     node = plan(
         cluster.state_dir,
         index,
-        localcluster.free_ports(["kubelet", "healthz"]),
+        state.free_ports(["kubelet", "healthz"]),
         host_address(ip.stdout),
         tainted,
     )
-    localcluster.release_node_mounts(node.root)  # a stale node of a cluster that was not stopped
+    release_node_mounts(node.root)  # a stale node of a cluster that was not stopped
     node.save()  # first, so that `down` can undo a start that fails half-way
     try:
         _start(cluster, node, bins)
@@ -518,10 +519,8 @@ def _start(cluster: Cluster, node: RealNode, bins: Path) -> None:
     _share_root(node)
     log(f"starting containerd for real node {node.name}")
     env = {"PATH": f"{bins}:{os.environ.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin')}"}
-    containerd = localcluster.start(
-        cluster, f"containerd-{node.name}", containerd_command(node, bins), env=env
-    )
-    localcluster.wait_for(
+    containerd = state.start(cluster, f"containerd-{node.name}", containerd_command(node, bins), env=env)
+    state.wait_for(
         f"containerd of {node.name}",
         lambda: _ctr(bins, node, "version").returncode == 0,
         cluster,
@@ -533,7 +532,7 @@ def _start(cluster: Cluster, node: RealNode, bins: Path) -> None:
     images = import_images(bins, node, pause)
     log(f"imported {', '.join(images)} into {node.name} in {time.monotonic() - t_images:.1f}s")
 
-    cert, key = localcluster.sign_leaf(cluster.pki, f"system:node:{node.name}", "system:nodes")
+    cert, key = sign_leaf(cluster.pki, f"system:node:{node.name}", "system:nodes")
     (node.root / "pki" / "kubelet.crt").write_bytes(cert)
     (node.root / "pki" / "kubelet.key").write_bytes(key)
     (node.root / "pki" / "kubelet.key").chmod(0o600)
@@ -545,12 +544,12 @@ def _start(cluster: Cluster, node: RealNode, bins: Path) -> None:
     )
     _start_dns(cluster, node, bins)
     # The API server reaches this kubelet (exec, logs) by the node's name: resolve it to loopback there.
-    with open(cluster.state_dir / localcluster.HOSTS_FILE, "a") as hosts:
+    with open(cluster.state_dir / state.HOSTS_FILE, "a") as hosts:
         hosts.write(f"127.0.0.1 {node.name}\n")
 
     log(f"starting kubelet for real node {node.name}")
-    localcluster.start(cluster, f"kubelet-{node.name}", kubelet_command(node, bins, containerd.pid), env=env)
-    localcluster.wait_for(
+    state.start(cluster, f"kubelet-{node.name}", kubelet_command(node, bins, containerd.pid), env=env)
+    state.wait_for(
         f"real node {node.name} Ready",
         lambda: _ready(cluster, node.name),
         cluster,
@@ -604,14 +603,14 @@ def _route_kubernetes_service(cluster: Cluster, node: RealNode) -> None:
     (the e2e tests run two at once) would overwrite."""
     path = "/api/v1/namespaces/default/services/kubernetes"
     # The API server makes the Service shortly after it starts serving.
-    localcluster.wait_for(
+    state.wait_for(
         "the kubernetes Service",
-        lambda: localcluster.api(cluster, "GET", path)[0] == 200,
+        lambda: state.api(cluster, "GET", path)[0] == 200,
         cluster,
         30,
         ["kube-apiserver"],
     )
-    service = localcluster.api(cluster, "GET", path)[1]
+    service = state.api(cluster, "GET", path)[1]
     for args in service_rules_removal(node):  # a stale one of a node that was not stopped
         _iptables(args)
     api_port = int(cluster.server.rsplit(":", 1)[1])
@@ -625,7 +624,7 @@ def _start_dns(cluster: Cluster, node: RealNode, bins: Path) -> None:
     corefile_path = node.root / "etc" / "Corefile"
     corefile_path.write_text(corefile(node, cluster.kubeconfig))
     log(f"starting coredns for real node {node.name} on {node.bridge_ip}")
-    localcluster.start(
+    state.start(
         cluster, f"coredns-{node.name}", [str(bins / "coredns"), "-conf", str(corefile_path), "-quiet"]
     )
 
@@ -633,15 +632,15 @@ def _start_dns(cluster: Cluster, node: RealNode, bins: Path) -> None:
         with socket.create_connection((node.bridge_ip, 53), timeout=1):
             return True
 
-    localcluster.wait_for(f"coredns of {node.name}", listening, cluster, 30, [f"coredns-{node.name}"])
+    state.wait_for(f"coredns of {node.name}", listening, cluster, 30, [f"coredns-{node.name}"])
 
 
 def import_images(bins: Path, node: RealNode, pause: str) -> list[str]:
     """The pause and busybox images, written as OCI archives and imported into the node's containerd."""
     busybox = busybox_of(bins)
     archives = node.root / "images"
-    ociimage.pause_image(bins / "pause", pause, archives / "pause.tar")
-    ociimage.busybox_image(bins / "busybox", busybox, archives / "busybox.tar")
+    images.oci.pause_image(bins / "pause", pause, archives / "pause.tar")
+    images.oci.busybox_image(bins / "busybox", busybox, archives / "busybox.tar")
     for archive in ("pause.tar", "busybox.tar"):
         import_archive(bins, node, archives / archive)
     return [pause, busybox]
@@ -654,7 +653,7 @@ def busybox_of(bins: Path) -> str:
 
 
 def import_archive(bins: Path, node: RealNode, archive: Path) -> None:
-    """An OCI archive (hack/ociimage.py, hack/productimage.py) into the node's containerd, for CRI."""
+    """An OCI archive (images/oci.py, images/product.py) into the node's containerd, for CRI."""
     run = _ctr(bins, node, "images", "import", "--platform", "linux/amd64", str(archive))
     if run.returncode != 0:
         raise SystemExit(f"error: ctr images import {archive} into {node.name}: {run.stderr.strip()}")
@@ -688,7 +687,7 @@ def _ctr(bins: Path, node: RealNode, *args: str) -> subprocess.CompletedProcess[
 
 
 def _ready(cluster: Cluster, name: str) -> bool:
-    status, body = localcluster.api(cluster, "GET", f"/api/v1/nodes/{name}")
+    status, body = state.api(cluster, "GET", f"/api/v1/nodes/{name}")
     return status == 200 and any(
         c.get("type") == "Ready" and c.get("status") == "True"
         for c in body.get("status", {}).get("conditions", [])
@@ -725,7 +724,7 @@ def stop(cluster: Cluster, node: RealNode) -> None:
     """Stop kubelet, every container, containerd, coredns and the shims, remove the node's Service
     rule, then its mounts, network namespaces, bridge, cgroups and folder, and its Node object."""
     kubelet = [p for p in cluster.procs if p.name == f"kubelet-{node.name}"]
-    localcluster.stop(kubelet)
+    state.stop(kubelet)
     # kubelet leaves its pods running when it stops; runc kills each container's processes and
     # removes its cgroup.
     for namespace in node.runc_root.glob("*"):
@@ -739,12 +738,12 @@ def stop(cluster: Cluster, node: RealNode) -> None:
                 check=False,
             )
     containerd = [p for p in cluster.procs if p.name in (f"containerd-{node.name}", f"coredns-{node.name}")]
-    localcluster.stop(containerd)
+    state.stop(containerd)
     for args in service_rules_removal(node):
         _iptables(args)
     # The shims (their command lines name the node's socket), then every mount under the node's folder
     # (rootfs overlays, shm, netns bind mounts, kubelet's volumes), deepest first, and the folder.
-    localcluster.release_node_mounts(node.root)
+    release_node_mounts(node.root)
     with contextlib.suppress(OSError):
         DATA_DIR.rmdir()  # when no other node uses it
     shutil.rmtree(node.record, ignore_errors=True)
@@ -753,7 +752,7 @@ def stop(cluster: Cluster, node: RealNode) -> None:
     cluster.procs = [p for p in cluster.procs if p not in kubelet + containerd]
     cluster.save()
     with contextlib.suppress(OSError, ValueError):
-        localcluster.api(cluster, "DELETE", f"/api/v1/nodes/{node.name}", timeout=2)
+        state.api(cluster, "DELETE", f"/api/v1/nodes/{node.name}", timeout=2)
     log(f"real node {node.name} stopped")
 
 

@@ -7,8 +7,8 @@ it, and so do the e2e tests that deploy the product with its manifests.
 The state dir is marked as holding this shape: ``make up``'s cluster (kwok nodes, the product as local
 processes) and this one never share a state dir, since the product would then run twice.
 
-    python hack/userscluster.py [--state-dir .dev] [--mooncake]     # make demo's first step
-    python hack/localcluster.py down [--state-dir .dev]              # make down, as for make up's
+    PYTHONPATH=hack python -m localcluster.userscluster [--state-dir .dev] [--mooncake]  # make demo
+    PYTHONPATH=hack python -m localcluster down [--state-dir .dev]   # make down, as for make up's
 """
 
 from __future__ import annotations
@@ -19,14 +19,11 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-import yaml
+from images import oci
+from localcluster import controlplane, lifecycle, realnodes
+from localcluster.state import DEFAULT_STATE, REPO, USERS_CLUSTER_MARKER, Cluster, locked, log
 
-import localcluster
-import ociimage
-import realnode
-
-REPO = Path(__file__).resolve().parent.parent
-MARKER = localcluster.USERS_CLUSTER_MARKER
+MARKER = USERS_CLUSTER_MARKER
 PROVISIONER_MANIFEST = REPO / "manifests" / "csi" / "controller-deployment.yaml"
 
 
@@ -36,6 +33,8 @@ def is_users_cluster(state_dir: Path) -> bool:
 
 def provisioner_image() -> str:
     """The csi-provisioner image the CSI controller's manifest names."""
+    import yaml  # the venv's: importing this module (the package's surface) stays standard library only
+
     for doc in yaml.safe_load_all(PROVISIONER_MANIFEST.read_text()):
         if doc and doc["kind"] == "Deployment":
             containers = doc["spec"]["template"]["spec"]["containers"]
@@ -45,34 +44,34 @@ def provisioner_image() -> str:
 
 def refuse_other_shape(state_dir: Path) -> None:
     """A running cluster of make up's shape in ``state_dir`` is not taken over."""
-    existing = localcluster.Cluster.load(state_dir)
-    if existing is not None and not is_users_cluster(state_dir) and localcluster.healthy(existing):
+    existing = Cluster.load(state_dir)
+    if existing is not None and not is_users_cluster(state_dir) and controlplane.healthy(existing):
         raise SystemExit(
             f"error: {state_dir} holds the cluster `make up` started (kwok nodes, the product as local "
             f"processes); stop it with `make down STATE={state_dir}`, or give this one another STATE"
         )
 
 
-def up(state_dir: Path, images: Iterable[Callable[[], Path]] = ()) -> localcluster.Cluster:
+def up(state_dir: Path, images: Iterable[Callable[[], Path]] = ()) -> Cluster:
     """The cluster, started or reused, with the product's images on its node; ``images`` build
     further archives (a cached build returns at once) to import too."""
-    import productimage
+    from images import product
 
     refuse_other_shape(state_dir)
-    cluster = localcluster.up(state_dir, 0, None)  # no kwok node: every pod lands on the real one
+    cluster = lifecycle.up(state_dir, 0, None)  # no kwok node: every pod lands on the real one
     (state_dir / MARKER).touch()
-    [node] = realnode.ensure(cluster, 1, tainted=False)
-    bins = realnode.node_bins()
+    [node] = realnodes.ensure(cluster, 1, tainted=False)
+    bins = realnodes.node_bins()
     # The CSI controller's sidecar, from the csi-provisioner the control plane's build made at the
     # manifest's pin (tests/unit/test_manifests checks the tag).
     provisioner = node.root / "images" / "csi-provisioner.tar"
     if not provisioner.exists():  # the node's own folder: written once per node, so imported once
-        ociimage.binary_image(Path(cluster.bin_dir) / "csi-provisioner", provisioner_image(), provisioner)
-    for archive in (productimage.build(), provisioner, *(build() for build in images)):
+        oci.binary_image(Path(cluster.bin_dir) / "csi-provisioner", provisioner_image(), provisioner)
+    for archive in (product.build(), provisioner, *(build() for build in images)):
         t0 = time.monotonic()
-        if not realnode.import_archive_once(bins, node, archive):
+        if not realnodes.import_archive_once(bins, node, archive):
             continue
-        localcluster.log(
+        log(
             f"{archive.name} ({archive.stat().st_size >> 20} MiB) imported into {node.name} "
             f"in {time.monotonic() - t0:.1f}s"
         )
@@ -83,20 +82,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--state-dir", type=Path, default=localcluster.DEFAULT_STATE)
+    parser.add_argument("--state-dir", type=Path, default=DEFAULT_STATE)
     parser.add_argument(
-        "--mooncake", action="store_true", help="also import the Mooncake image (hack/mooncakeimage.py)"
+        "--mooncake", action="store_true", help="also import the Mooncake image (images/mooncake.py)"
     )
     args = parser.parse_args(argv)
-    images = []
+    builds = []
     if args.mooncake:
-        import mooncakeimage
+        from images import mooncake
 
-        images.append(mooncakeimage.build)
+        builds.append(mooncake.build)
     state_dir = args.state_dir.resolve()
-    with localcluster.locked(state_dir):
-        cluster = up(state_dir, images)
-    localcluster.log(f"KUBECONFIG={cluster.kubeconfig}")
+    with locked(state_dir):
+        cluster = up(state_dir, builds)
+    log(f"KUBECONFIG={cluster.kubeconfig}")
     return 0
 
 

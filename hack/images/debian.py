@@ -1,4 +1,4 @@
-"""What the images built here without Docker share (hack/productimage.py, hack/mooncakeimage.py): a
+"""What the images built here without Docker share (product.py, mooncake.py): a
 Debian bookworm root file system from Debian's packages (``mmdebstrap --variant=minbase``) with a venv
 installed from wheels collected on the host, since the chroot has no network; and the cache key of
 an archive, from those wheels' digests.
@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import ociimage
+from images import oci
 
 CACHE = Path(os.environ.get("KUBECTL_FLUID_CACHE", Path.home() / ".cache" / "kubectl-fluid")) / "images"
 SUITE = "bookworm"
@@ -111,7 +111,7 @@ def image(
     layer = scratch / "rootfs.tar"
     rootfs(layer, packages, hooks)
     say("writing the OCI archive")
-    ociimage.write_archive(archive, name, [layer], config)
+    oci.write_archive(archive, name, [layer], config)
     return archive
 
 

@@ -1,7 +1,7 @@
 """The kubelet stand-in's pure core: which CSI publications the pods on our nodes ask for.
 
 kwok's nodes have no kubelet, so nothing would ever call the node service. The stand-in
-(hack/kubeletstandin.py) does what kubelet's volume manager does for volumes of our driver: it
+(kubeletstandin.py) does what kubelet's volume manager does for volumes of our driver: it
 compares the publications the pods want (this module) with the ones that exist on disk, and makes
 the NodeStage/NodePublish/NodeUnpublish/NodeUnstage calls that close the gap.
 """

@@ -2,8 +2,8 @@
 """OCI image archives without Docker or a registry: layer tars, an image config, a manifest and an
 index, in the OCI image layout, as one tar that ``ctr images import`` reads. Standard library only.
 
-    python hack/ociimage.py pause   --binary PAUSE   --name localhost/x/pause:TAG   --out pause.tar
-    python hack/ociimage.py busybox --binary BUSYBOX --name localhost/x/busybox:TAG --out busybox.tar
+    cd hack && python -m images.oci pause   --binary PAUSE   --name localhost/x/pause:TAG   --out pause.tar
+    cd hack && python -m images.oci busybox --binary BUSYBOX --name localhost/x/busybox:TAG --out busybox.tar
 
 Every archive is reproducible to the byte: entries sorted, owned by root, dated at the epoch, and
 layers uncompressed (the importer needs no gzip, and digests do not depend on a compressor).

@@ -5,12 +5,12 @@ a mount namespace of the node's, bind mounts of directories in the node's folder
 that namespace (and so runc, every container and its hostPaths), kubelet joins it; the host's own
 /var/lib is never written, and two clusters on this host never share those directories.
 
-    python hack/nodeview.py ROOT SOURCE=TARGET... -- COMMAND...
+    python hack/localcluster/nodeview.py ROOT SOURCE=TARGET... -- COMMAND...
 
-run as ``unshare --mount --propagation unchanged -- python hack/nodeview.py ...``: in the new
+run as ``unshare --mount --propagation unchanged -- python hack/localcluster/nodeview.py ...``: in the new
 namespace, every mount but ROOT and those beneath it becomes a slave (nothing mounted in the node's
 namespace reaches the host, while the host's mounts still reach it), each SOURCE (beneath ROOT) is
-bound at its TARGET, then COMMAND is executed. ROOT is a shared mount on the host (realnode.py makes
+bound at its TARGET, then COMMAND is executed. ROOT is a shared mount on the host (realnodes.py makes
 it so): the binds join its peer group, so what kubelet, the CSI driver and the FUSE pods mount under
 /var/lib/kubelet in the namespace also shows under ROOT on the host, where ``down`` unmounts it, and
 kubelet finds its root dir shared, as Bidirectional mount propagation needs.

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The real Curvine's binaries for the test bed, unpacked into the version-keyed cache.
 
-    python3 hack/curvinebins.py        # prints the directory holding curvine-server and curvine-fuse
+    PYTHONPATH=hack python3 -m localcluster.peers.curvinebins
+
+prints the directory holding curvine-server and curvine-fuse.
 
 Curvine is on no package registry this machine reaches: the test peer folder (``../shared/peers/
 curvine`` beside the repository, or ``$CURVINE_PEER_DIR``) holds its source at the pinned commit and
@@ -9,7 +11,7 @@ stripped binaries built from it. They are unpacked, checked against the pinned s
 ``$KUBECTL_FLUID_CACHE/curvine-{CURVINE_VERSION}`` (default ``~/.cache/kubectl-fluid``), beside the
 control plane's, once: a temporary folder renamed at the end, so an interrupted unpack never leaves
 an entry later runs would trust. The folder also keeps the peer's single-node example configuration,
-from which hack/curvinecluster.py derives the test bed's. The source stays in the peer folder, for a
+from which curvinecluster.py derives the test bed's. The source stays in the peer folder, for a
 rebuild (its README says how).
 
 Standard library only (``make bins`` runs it before the venv exists).
@@ -25,7 +27,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-HACK = Path(__file__).resolve().parent
+HACK = Path(__file__).resolve().parents[2]
 REPO = HACK.parent
 TARBALL = "curvine-bins-stripped.tar.gz"
 EXAMPLE = "curvine-cluster.example.toml"
