@@ -319,3 +319,24 @@ def test_the_checks_catch_a_forbidden_import_and_a_cycle(tmp_path: Path) -> None
     assert "csi/rpc/b.py:2: csi.rpc.b imports csi.model.a" in cycles[0]
     assert "KNOWN_CYCLES entry ['csi.model.a', 'csi.node.c'] is no longer a cycle" in cycles[1]
     assert len(cycles) == 2
+
+
+# The test bed (hack/, on sys.path as it is for make up): the local cluster's package and the images'.
+HACK = REPO / "hack"
+HACK_ROOTS = ("localcluster", "images", "demo")
+HACK_RULES = [
+    Rule("the images need no cluster", ("images",), ("localcluster", "demo")),
+    Rule(
+        "the control plane and kwok nodes know neither real nodes, the product, nor the demo",
+        ("localcluster.state", "localcluster.pki", "localcluster.kwoknodes", "localcluster.controlplane"),
+        ("localcluster.realnodes", "localcluster.product", "localcluster.userscluster", "demo"),
+    ),
+    Rule("nothing of the cluster imports the demo", ("localcluster",), ("demo",)),
+]
+
+
+def test_the_test_bed_keeps_its_direction_and_has_no_import_cycles() -> None:
+    modules, imports = all_imports(HACK, HACK_ROOTS)
+    assert "localcluster.controlplane" in modules and "images.oci" in modules  # it read the tree
+    problems = rule_violations(imports, HACK_RULES, HACK) + cycle_problems(modules, imports, (), HACK)
+    assert not problems, "\n".join(problems)
