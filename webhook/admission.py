@@ -18,7 +18,7 @@ import orjson
 
 from webhook import metrics
 from webhook.cache import ClusterLookup
-from webhook.collect import MAX_DATASETS_PER_POD, collect
+from webhook.collect import MAX_DATASETS_PER_POD, Collected, collect
 from webhook.denials import clamp, quote
 from webhook.errors import Denied
 from webhook.pipeline import admit
@@ -55,15 +55,21 @@ class Admission:
         if request.get("operation", "CREATE") != "CREATE":
             return _answer(uid, allowed=True)
         try:
+            collected: Collected | None
             try:
-                wanted = collect(pod, namespace, self.lookup, self.max_datasets).datasets
+                collected = collect(pod, namespace, self.lookup, self.max_datasets)
             except Denied:
-                wanted = []  # the pipeline denies it again, with the message, and nothing is fetched
+                collected = None  # the pipeline denies it again, with the message; nothing is fetched
+            wanted = collected.datasets if collected else []
             try:
                 lookup = await self.lookup.prefetch(namespace, wanted, self.lookup_deadline)
             except TimeoutError:
                 return self._lookups_timed_out(uid, namespace, pod)
-            outcome = admit(pod, namespace, lookup, self.profile, max_datasets=self.max_datasets)
+            # The PVCs that collect() read come from the same watch cache either way: what it found
+            # is what was fetched for, and what the pipeline acts on.
+            outcome = admit(
+                pod, namespace, lookup, self.profile, max_datasets=self.max_datasets, collected=collected
+            )
         except Exception as e:
             log.exception("admission failed", extra={"namespace": namespace, "pod": _pod_name(pod)})
             metrics.ADMISSIONS.labels("unknown", "", "error").inc()

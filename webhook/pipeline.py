@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kubectl_fluid.api import names
-from webhook.collect import MAX_DATASETS_PER_POD, collect
+from webhook.collect import MAX_DATASETS_PER_POD, Collected, collect
 from webhook.errors import Denied
 from webhook.lookup import Lookup
 from webhook.patch import json_patch
@@ -71,16 +71,20 @@ def admit(
     profile: Profile,
     *,
     max_datasets: int = MAX_DATASETS_PER_POD,
+    collected: Collected | None = None,
 ) -> Outcome:
-    """Decide one Pod CREATE in ``namespace`` (the request's). ``pod`` is not changed."""
+    """Decide one Pod CREATE in ``namespace`` (the request's). ``pod`` is not changed. ``collected``:
+    what ``collect`` already found for this pod and namespace, when the caller has it (the server
+    collects first to know what to fetch), so it is not worked out twice."""
     group = route(pod)
     # Reinvocation and a second webhook see our own output: leave it alone (SPEC §4).
     if already_injected(pod):
         return Outcome(group)
-    try:
-        collected = collect(pod, namespace, lookup, max_datasets)
-    except Denied as refusal:
-        return Outcome(group, denied=refusal.message)
+    if collected is None:
+        try:
+            collected = collect(pod, namespace, lookup, max_datasets)
+        except Denied as refusal:
+            return Outcome(group, denied=refusal.message)
     datasets = collected.datasets
     if group == CLIENTLESS and not datasets:
         return Outcome(group, warnings=[NO_DATASET_WARNING])
