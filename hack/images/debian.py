@@ -107,7 +107,7 @@ def image(
     if archive.is_file():
         say(f"cached: {archive}")
         return archive
-    say(f"mmdebstrap {SUITE} ({', '.join(packages)}) with the venv")
+    say(f"mmdebstrap {SUITE} ({', '.join(packages)})")
     layer = scratch / "rootfs.tar"
     rootfs(layer, packages, hooks)
     say("writing the OCI archive")
