@@ -1,0 +1,215 @@
+"""The FUSE path with the real Curvine on a real node: the product deployed with
+``kubectl apply -k manifests/``, its node DaemonSet changed as its manifest says for an image that
+ships Curvine's client (``--fuse-image`` the Curvine image of hack/images/curvine.py, no
+``--fuse-binary``: the default /opt/curvine/curvine-fuse, and the nodes' ``--fuse-config`` from a
+ConfigMap), a real Curvine master and worker on this host's loopback (the FUSE pods use the host's
+network), and a static PV of a directory made in that Curvine. Two real pods mount it through one
+standalone FUSE pod running the real curvine-fuse; a file written in one container is read in the
+other and, through a curvine-fuse of the host's own, in Curvine itself; both pods deleted → the FUSE
+pod gone and nothing of the volume mounted, on the host or in the node.
+
+A cluster of its own whose one node is a real, untainted kubelet, as in test_real_node_product.
+Skipped, saying why, where a real node cannot run, an image cannot be built or Curvine's binaries
+are not there."""
+
+from __future__ import annotations
+
+import json
+import time
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomli_w
+
+import localcluster
+from kubectl_fluid.api import names
+from localcluster import product, realnodes
+from localcluster.peers import curvinebins, curvinecluster
+from tests.e2e.fluid import MANIFESTS, kubectl
+from tests.e2e.test_cli_inject import kubectl_fluid, ok
+from tests.e2e.test_real_node_fuse import app_pod
+from tests.e2e.test_real_node_product import get, ready
+from tests.e2e.users_cluster import users_cluster, why_no_users_cluster
+from tests.e2e.wait import eventually
+
+SYSTEM = "fluid-system"
+APPS = "default"
+NODE = f"{realnodes.NAME_PREFIX}0"
+DIRECTORY = "/real-node"  # the volume's directory in Curvine
+CLAIM = "curvine-real"
+SETTINGS = "curvine-node-settings"
+SETTINGS_DIR = "/etc/curvine-node"
+# The stand-in's flags in manifests/csi/node-daemonset.yaml, dropped for Curvine's own client.
+STANDIN_FLAGS = ("--fuse-binary=", "--fuse-env=CURVINE_STANDIN_DATA=", "--fuse-host-path=")
+
+
+@dataclass
+class Bed:
+    cluster: localcluster.Cluster
+    layout: curvinecluster.Layout
+    image: str
+
+    @property
+    def kc(self) -> Path:
+        return self.cluster.kubeconfig
+
+
+def why_not() -> str | None:
+    reason = why_no_users_cluster()
+    if reason is None and curvinebins.find() is None:
+        reason = f"no real Curvine binaries: {curvinebins.peer_dir()} has none"
+    return reason
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
+    reason = why_not()
+    if reason:
+        pytest.skip(reason)
+    from images import curvine as curvine_image
+
+    version = curvinebins.version()
+    build = partial(curvine_image.build, curvinebins.ensure(), version)
+    with users_cluster(tmp_path_factory.mktemp("curvine-cluster"), build) as cluster:
+        layout = product.ensure_curvine(cluster)
+        assert layout is not None
+        yield Bed(cluster, layout, curvine_image.name(version))
+
+
+def node_daemonset_for_curvine(ds: dict[str, Any], image: str) -> dict[str, Any]:
+    """The DaemonSet as the manifest's comment says to change it for Curvine's own client."""
+    spec = ds["spec"]["template"]["spec"]
+    [container] = [c for c in spec["containers"] if c["name"] == "csi-driver"]
+    args = [a for a in container["args"] if not a.startswith(STANDIN_FLAGS)]
+    args = [f"--fuse-image={image}" if a.startswith("--fuse-image=") else a for a in args]
+    container["args"] = [*args, f"--fuse-config={SETTINGS_DIR}/{curvinecluster.NODE_SETTINGS}"]
+    container["volumeMounts"].append({"name": "curvine-settings", "mountPath": SETTINGS_DIR})
+    spec["volumes"].append({"name": "curvine-settings", "configMap": {"name": SETTINGS}})
+    for drop in ("status", "metadata"):
+        ds.pop(drop, None)
+    ds["metadata"] = {"name": "fluid-csi-node", "namespace": SYSTEM}
+    return ds
+
+
+def pod_settings(node_settings: str) -> str:
+    """The nodes' FUSE settings for a FUSE in a pod: Curvine's client reads and writes a block of a
+    worker on its own host address straight in the worker's data directory (``short_circuit``, on by
+    default), which a FUSE pod does not see: seen here as ``buffer writer error: No such file or
+    directory`` and an empty file. Off, the blocks go through the worker's RPC port."""
+    settings = tomllib.loads(node_settings)
+    settings.setdefault("client", {})["short_circuit"] = False
+    return tomli_w.dumps(settings)
+
+
+def static_volume(bed: Bed) -> list[dict[str, Any]]:
+    csi = {
+        "driver": names.CSI_DRIVER,
+        "volumeHandle": CLAIM,
+        "volumeAttributes": {
+            names.PARAM_MASTER_ADDRS: bed.layout.master_addrs(),
+            names.PARAM_CURVINE_PATH: DIRECTORY,
+        },
+    }
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": CLAIM},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteMany"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": "",
+                "claimRef": {"namespace": APPS, "name": CLAIM},
+                "csi": csi,
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": CLAIM, "namespace": APPS},
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "storageClassName": "",
+                "volumeName": CLAIM,
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        },
+    ]
+
+
+def apply(bed: Bed, *objects: dict[str, Any]) -> None:
+    body = {"apiVersion": "v1", "kind": "List", "items": list(objects)}
+    kubectl(bed.kc, "apply", "-f", "-", stdin=json.dumps(body))
+
+
+def fuse_pods(bed: Bed) -> list[dict[str, Any]]:
+    listed: list[dict[str, Any]] = get(bed.kc, "-n", SYSTEM, "pods", "-l", names.LABEL_MOUNT_KEY)["items"]  # type: ignore[assignment]
+    return [p for p in listed if not p["metadata"].get("deletionTimestamp")]
+
+
+def sh(bed: Bed, pod: str, script: str) -> str:
+    return kubectl(bed.kc, "-n", APPS, "exec", pod, "--", "sh", "-c", script)
+
+
+def test_two_real_pods_share_the_real_curvine_through_one_fuse_pod(bed: Bed, tmp_path: Path) -> None:
+    kubectl(bed.kc, "apply", "-k", str(MANIFESTS))
+    settings = pod_settings(bed.layout.node_settings.read_text())
+    kubectl(
+        bed.kc, "-n", SYSTEM, "create", "configmap", SETTINGS,
+        f"--from-literal={curvinecluster.NODE_SETTINGS}={settings}",
+    )  # fmt: skip
+    ds = get(bed.kc, "-n", SYSTEM, "daemonset", "fluid-csi-node")
+    apply(bed, node_daemonset_for_curvine(ds, bed.image))
+    kubectl(bed.kc, "-n", SYSTEM, "rollout", "status", "daemonset/fluid-csi-node", "--timeout=300s")
+
+    # The volume's directory, made in Curvine through a curvine-fuse of the host's own.
+    with curvinecluster.mounted(bed.layout, "/", tmp_path / "root"):
+        (tmp_path / "root" / DIRECTORY.lstrip("/")).mkdir(exist_ok=True)
+    apply(bed, *static_volume(bed))
+    t0 = time.monotonic()
+    apply(bed, app_pod("writer", CLAIM), app_pod("reader", CLAIM))
+    for name in ("writer", "reader"):
+        eventually(
+            lambda n=name: ready(get(bed.kc, "-n", APPS, "pod", n)),  # type: ignore[misc]
+            f"pod {name} Running with the Curvine volume",
+            timeout=240,
+        )
+    print(f"pods with the Curvine volume Running {time.monotonic() - t0:.1f}s after they were created")
+
+    # One FUSE pod, from the Curvine image, running the real curvine-fuse on the real masters.
+    [fuse] = fuse_pods(bed)
+    [container] = fuse["spec"]["containers"]
+    assert container["image"] == bed.image
+    assert container["command"][0] == "/opt/curvine/curvine-fuse"
+    assert container["command"][container["command"].index("--master-addrs") + 1] == bed.layout.master_addrs()
+    kubectl(bed.kc, "-n", SYSTEM, "logs", fuse["metadata"]["name"])
+    table = ok(kubectl_fluid(bed.kc, "mounts", "--node", NODE))
+    assert bed.layout.master_addrs() in table, table
+
+    sh(bed, "writer", "echo written-through-curvine > /data/hello")
+    read = sh(bed, "reader", "cat /data/hello").strip()
+    assert read == "written-through-curvine", (
+        f"the reader read {read!r}; curvine-fuse's log:\n"
+        + kubectl(bed.kc, "-n", SYSTEM, "logs", fuse["metadata"]["name"])[-4000:]
+    )
+    with curvinecluster.mounted(bed.layout, DIRECTORY, tmp_path / "dir"):
+        assert (tmp_path / "dir" / "hello").read_text() == "written-through-curvine\n"
+
+    key = fuse["metadata"]["labels"][names.LABEL_MOUNT_KEY]
+    kubectl(bed.kc, "-n", APPS, "delete", "pod", "writer", "reader")
+    eventually(lambda: not fuse_pods(bed), "the FUSE pod deleted once no volume is staged", timeout=120)
+    node = realnodes.RealNode.load(bed.cluster.state_dir / realnodes.NODES_DIR / NODE)
+    assert node is not None
+
+    def key_mounts() -> list[str]:
+        with open("/proc/self/mountinfo") as table:
+            host = [line.split()[4] for line in table]
+        return [p for p in host + realnodes.namespace_mounts(bed.cluster, node) if key in p]
+
+    eventually(lambda: not key_mounts(), "nothing of the mount key mounted, host or node", timeout=60)
