@@ -4,7 +4,8 @@ Never pass/fail: the numbers go into the closing notes of the issues that name t
 Runs against a private local cluster it starts (and times), or the cluster KUBECONFIG names. The table
 ends the output; the same rows go to $BENCH_JSON (default .dev/bench.json). Goals are issue 15's.
 
-``--scale`` (``make bench SCALE=1``) runs the controller bench with 2,000 pairs instead of 500;
+``--scale`` (``make bench SCALE=1``) runs the controller bench with 2,000 pairs instead of 500, and the
+cluster-scale scenario (bench_scale: 200 kwok nodes, 10,000 injected pods; about 15 minutes more);
 ``--only controller`` (``make bench ONLY=controller``) runs only the named benches.
 """
 
@@ -23,11 +24,13 @@ from tests.bench import (
     bench_controller,
     bench_csi,
     bench_curvine,
+    bench_scale,
     bench_webhook,
 )
 from tests.bench.report import Report
 
-BENCHES = ("api", "controller", "webhook", "csi", "curvine", "cli")
+BENCHES = ("api", "controller", "webhook", "csi", "curvine", "cli", "scale")
+SCALE_ONLY = ("scale",)  # in the run only with --scale, or when named
 
 
 def run_all(report: Report, kubeconfig: Path, workdir: Path, args: argparse.Namespace) -> None:
@@ -39,9 +42,11 @@ def run_all(report: Report, kubeconfig: Path, workdir: Path, args: argparse.Name
         "csi": lambda: bench_csi.run(report),
         "curvine": lambda: bench_curvine.run(report),
         "cli": lambda: bench_cli.run(report, kubeconfig, workdir),
+        "scale": lambda: bench_scale.run(report, kubeconfig, workdir),
     }
     for name in BENCHES:
-        if not args.only or name in args.only:
+        chosen = name in args.only if args.only else (args.scale or name not in SCALE_ONLY)
+        if chosen:
             steps[name]()
 
 
@@ -50,7 +55,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--scale",
         action="store_true",
-        help=f"the controller bench with {bench_controller.SCALE_PAIRS} pairs, not {bench_controller.PAIRS}",
+        help=f"the controller bench with {bench_controller.SCALE_PAIRS} pairs, not {bench_controller.PAIRS}, "
+        "and the cluster-scale scenario",
     )
     p.add_argument("--only", action="append", choices=BENCHES, help="run only this bench (repeatable)")
     return p.parse_args(argv)

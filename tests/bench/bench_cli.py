@@ -50,6 +50,19 @@ def median_ms(argv: list[str], env: dict[str, str], rounds: int = ROUNDS) -> flo
     return statistics.median(samples)
 
 
+def plugin_env(kubeconfig: Path, workdir: Path) -> dict[str, str]:
+    """The environment an installed plugin runs in: this venv's commands first on PATH (kubectl finds
+    ``kubectl-fluid`` there) and compiled bytecode kept, in a private cache under ``workdir``."""
+    env = {
+        **os.environ,
+        "KUBECONFIG": str(kubeconfig),
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPYCACHEPREFIX": str(workdir / "pycache"),
+    }
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def runtime_config() -> dict[str, str]:
     """The sample Mooncake dataset's runtime config, rendered by the same builders as the controller."""
     docs = list(yaml.safe_load_all((MANIFESTS / "samples" / "dataset-mooncake.yaml").read_text()))
@@ -106,14 +119,9 @@ def run(report: Report, kubeconfig: Path, workdir: Path) -> None:
     core.create_namespaced_config_map(
         namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name=cm), data=runtime_config())
     )
-    base_env = {
-        **os.environ,
-        "KUBECONFIG": str(kubeconfig),
-        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
-    base_env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env = {**base_env, "PYTHONPYCACHEPREFIX": str(workdir / "pycache")}
-    no_bytecode = {**base_env, "PYTHONDONTWRITEBYTECODE": "1"}
+    env = plugin_env(kubeconfig, workdir)
+    no_bytecode = {**env, "PYTHONDONTWRITEBYTECODE": "1"}
+    del no_bytecode["PYTHONPYCACHEPREFIX"]
     try:
         plugin = str(BIN / "kubectl-fluid")
         show = ["config", "show", DATASET, "-n", namespace]
