@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -24,6 +25,7 @@ from typing import Any
 from kubernetes import client, config
 
 from kubectl_fluid.api import names
+from tests.bench import svg
 from tests.bench.bench_controller import rss_mb
 from tests.bench.report import Report, at_most, percentile, ratio_at_least, ratio_at_most
 from tests.e2e.fluid import (
@@ -43,14 +45,31 @@ LOAD_SECONDS = "10s"
 PODS = 100
 
 
-def go_tool(name: str) -> Path:
-    """Build shared/bench/{name} once into the cache (outside the repo)."""
+def go_tool(name: str, source: Path | None = None) -> Path:
+    """Build a Go command once into the cache (outside the repo): shared/bench/{name}, or ``source``
+    (this repo's own, cached under a digest of its code so that an edit rebuilds it)."""
     out = CACHE / name
+    if source is not None:
+        digest = hashlib.sha256(b"".join(f.read_bytes() for f in sorted(source.glob("*.go")))).hexdigest()
+        out = CACHE / f"{name}-{digest[:12]}"
     if not out.exists():
         CACHE.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "GOFLAGS": "-buildvcs=false", "CGO_ENABLED": "0"}
-        subprocess.run(["go", "build", "-o", str(out), "."], cwd=SHARED_BENCH / name, env=env, check=True)
+        cwd = source or SHARED_BENCH / name
+        subprocess.run(["go", "build", "-o", str(out), "."], cwd=cwd, env=env, check=True)
     return out
+
+
+def latencies_ms(url: str, out: Path) -> list[float]:
+    """Every request's latency at 300 req/s over 8 connections (tests/bench/latencies), for the picture."""
+    tool = go_tool("latencies", Path(__file__).parent / "latencies")
+    body = str(SHARED_BENCH / "review.json")
+    cmd = [str(tool), "-url", url, "-body", body, "-rate", "300", "-d", LOAD_SECONDS, "-c", "8",
+           "-out", str(out)]  # fmt: skip
+    run = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    if "errors=0 " not in run.stdout:
+        raise RuntimeError(f"latency run saw errors: {run.stdout.strip()}")
+    return [int(line) / 1000 for line in out.read_text().split()]
 
 
 def admload(url: str, rate: int) -> dict[str, float]:
@@ -101,21 +120,22 @@ def run(report: Report, kubeconfig: Path, workdir: Path) -> None:
         eventually(lambda: webhook.ca_bundle_patched(admission), "caBundle patched")
 
         url = f"{webhook.url}{names.WEBHOOK_MUTATE_PATH}"
-        admload(url, 300)  # warm-up: connections, caches, code paths
         api_before = webhook.metric("fluid_webhook_api_requests_total")
         adm_before = webhook.metric("fluid_webhook_admissions_total")
-        ours_fixed, ours_max = admload(url, 300), admload(url, 0)
+        assert webhook.proc is not None
+        ours, ours_each = load(url, webhook.proc.pid, workdir / "latencies-fluid.txt")
         admissions = webhook.metric("fluid_webhook_admissions_total") - adm_before
         api_requests = webhook.metric("fluid_webhook_api_requests_total") - api_before
-        assert webhook.proc is not None
-        rss = rss_mb(webhook.proc.pid)
-
         go, go_url = start_go_webhook()
-        admload(go_url, 300)
-        go_fixed, go_max = admload(go_url, 300), admload(go_url, 0)
-        go_rss = rss_mb(go.pid)
-
-        report_load(report, (ours_fixed, ours_max, rss), (go_fixed, go_max, go_rss))
+        theirs, go_each = load(go_url, go.pid, workdir / "latencies-go.txt")
+        report_load(report, ours, theirs)
+        report.picture(
+            "admission-latency.svg",
+            svg.cdf(
+                f"Admission latency at 300 req/s, 8 connections ({len(ours_each)} / {len(go_each)} requests)",
+                {"fluid-webhook": ours_each, "Go webhook": go_each},
+            ),
+        )
         report.add(
             "API requests per admission", api_requests / max(admissions, 1), "req", goal=at_most(0, "req")
         )
@@ -135,6 +155,15 @@ def run(report: Report, kubeconfig: Path, workdir: Path) -> None:
 
 
 Load = tuple[dict[str, float], dict[str, float], float]  # at 300 req/s, saturated, RSS
+
+
+def load(url: str, pid: int, latencies: Path) -> tuple[Load, list[float]]:
+    """One webhook's figures: after a warm-up (connections, caches, code paths), 300 req/s and
+    saturated, its RSS after them, then every request's latency at 300 req/s for the picture."""
+    admload(url, 300)
+    fixed, saturated = admload(url, 300), admload(url, 0)
+    figures = (fixed, saturated, rss_mb(pid))
+    return figures, latencies_ms(url, latencies)
 
 
 def report_load(report: Report, ours: Load, go: Load) -> None:

@@ -73,6 +73,10 @@ def _cell(met: bool | None) -> str:
 @dataclass
 class Report:
     rows: list[Row] = field(default_factory=list)
+    pictures: dict[str, str] = field(default_factory=dict)  # file name -> SVG text
+
+    def picture(self, name: str, text: str) -> None:
+        self.pictures[name] = text
 
     def add(
         self,
@@ -118,9 +122,14 @@ class Report:
         )
 
     def write_json(self, path: Path) -> None:
+        """The figures to ``path``, and each picture beside it as ``{stem}-{name}``."""
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps([r.as_json() for r in self.rows], indent=2) + "\n")
         print(f"[bench] figures written to {path}", flush=True)
+        for name, text in self.pictures.items():
+            picture = path.with_name(f"{path.stem}-{name}")
+            picture.write_text(text)
+            print(f"[bench] picture written to {picture}", flush=True)
 
 
 def percentile(samples: list[float], p: float) -> float:

@@ -120,3 +120,11 @@ def test_the_controller_baseline_writes_every_object_the_controller_writes() -> 
     # The PV only after the finalizer, the statuses last: the controller's order.
     assert any("persistentvolumes/" in p for _, p, _, _ in waves[1])
     assert all(p.endswith("/status") for _, p, _, _ in waves[2])
+
+
+def test_pictures_are_written_beside_the_json_file_named_after_it(tmp_path: Path) -> None:
+    report = Report()
+    report.picture("admission-latency.svg", "<svg/>")
+    out = tmp_path / "runs" / "bench.json"
+    report.write_json(out)
+    assert (tmp_path / "runs" / "bench-admission-latency.svg").read_text() == "<svg/>"

@@ -1,0 +1,3 @@
+module kubectl-fluid/bench/latencies
+
+go 1.22

@@ -1,0 +1,154 @@
+"""The bench's pictures as standalone SVG text (no plotting library): step lines on a grid with labelled
+axes and a legend, for figures people would rather look at than read:
+
+- ``cdf``: latency distributions side by side (x: latency on a log scale, y: share of requests on a
+  "nines" scale, 50%, 90%, 99%, 99.9% evenly apart, so that the tail, where webhooks differ, is seen);
+- ``timeline``: counts over time (x: seconds, y: objects), e.g. datasets converged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from xml.sax.saxutils import escape
+
+WIDTH, HEIGHT = 760, 420
+LEFT, RIGHT, TOP, BOTTOM = 70, 190, 40, 50
+COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
+
+Point = tuple[float, float]
+
+
+def cdf(title: str, samples: Mapping[str, Sequence[float]], unit: str = "ms") -> str:
+    """Each series' empirical distribution: the share of its samples at or below each latency."""
+    series: dict[str, list[Point]] = {}
+    for name, values in samples.items():
+        ordered = sorted(v for v in values if v > 0)
+        if ordered:
+            n = len(ordered)
+            series[name] = [(v, (i + 1) / n) for i, v in enumerate(ordered)]
+    lo = min((p[0][0] for p in series.values()), default=0.1)
+    hi = max((p[-1][0] for p in series.values()), default=1.0)
+    x_lo, x_hi = 10 ** math.floor(math.log10(lo)), 10 ** math.ceil(math.log10(hi))
+    if x_hi <= x_lo:
+        x_hi = x_lo * 10
+
+    def x(v: float) -> float:
+        return (math.log10(v) - math.log10(x_lo)) / (math.log10(x_hi) - math.log10(x_lo))
+
+    x_ticks = [
+        (x(10.0**e), _number(10.0**e)) for e in range(round(math.log10(x_lo)), round(math.log10(x_hi)) + 1)
+    ]
+    y_ticks = [(_nines(q), f"{q:.1%}".replace(".0%", "%")) for q in (0, 0.5, 0.9, 0.99, 0.999)]
+    legend = {name: f"{name}: p50 {_quantile(pts, 0.5):.3g}, p99 {_quantile(pts, 0.99):.3g} {unit}"
+              for name, pts in series.items()}  # fmt: skip
+    lines = {legend[name]: [(x(v), _nines(share)) for v, share in pts] for name, pts in series.items()}
+    return _chart(
+        title,
+        x_label=f"latency ({unit}, log scale)",
+        y_label="share of requests at or below",
+        x_ticks=x_ticks,
+        y_ticks=y_ticks,
+        lines=lines,
+    )
+
+
+def timeline(title: str, series: Mapping[str, Sequence[Point]], y_label: str) -> str:
+    """Each series' (seconds, count) samples as a step line from t = 0."""
+    t_hi = max((t for pts in series.values() for t, _ in pts), default=1.0) or 1.0
+    y_hi = max((v for pts in series.values() for _, v in pts), default=1.0) or 1.0
+    t_step, y_step = _step(t_hi), _step(y_hi)
+    t_top, y_top = math.ceil(t_hi / t_step) * t_step, math.ceil(y_hi / y_step) * y_step
+    x_ticks = [(i * t_step / t_top, _number(i * t_step)) for i in range(round(t_top / t_step) + 1)]
+    y_ticks = [(i * y_step / y_top, _number(i * y_step)) for i in range(round(y_top / y_step) + 1)]
+    lines = {name: [(t / t_top, v / y_top) for t, v in sorted(pts)] for name, pts in series.items()}
+    return _chart(title, x_label="seconds", y_label=y_label, x_ticks=x_ticks, y_ticks=y_ticks, lines=lines)
+
+
+def _chart(
+    title: str,
+    *,
+    x_label: str,
+    y_label: str,
+    x_ticks: Sequence[tuple[float, str]],
+    y_ticks: Sequence[tuple[float, str]],
+    lines: Mapping[str, Sequence[Point]],
+) -> str:
+    """Axes and step lines; every coordinate given in 0..1 of the plot area."""
+    w, h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+
+    def px(fx: float, fy: float) -> str:
+        return f"{LEFT + fx * w:.1f},{TOP + (1 - fy) * h:.1f}"
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">',
+        f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
+        f'<text x="{LEFT}" y="{TOP - 16}" font-size="15">{escape(title)}</text>',
+    ]
+    for fx, text in x_ticks:
+        out.append(f'<line x1="{px(fx, 0).split(",")[0]}" y1="{TOP}" x2="{px(fx, 0).split(",")[0]}" '
+                   f'y2="{TOP + h}" stroke="#ddd"/>')  # fmt: skip
+        out.append(
+            f'<text x="{LEFT + fx * w:.1f}" y="{TOP + h + 16}" text-anchor="middle">{escape(text)}</text>'
+        )
+    for fy, text in y_ticks:
+        y = TOP + (1 - fy) * h
+        out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + w}" y2="{y:.1f}" stroke="#ddd"/>')
+        out.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{escape(text)}</text>')
+    out.append(f'<rect x="{LEFT}" y="{TOP}" width="{w}" height="{h}" fill="none" stroke="#444"/>')
+    out.append(f'<text x="{LEFT + w / 2}" y="{HEIGHT - 12}" text-anchor="middle">{escape(x_label)}</text>')
+    rotated = f"translate(16,{TOP + h / 2}) rotate(-90)"
+    out.append(f'<text transform="{rotated}" text-anchor="middle">{escape(y_label)}</text>')
+    for i, (name, points) in enumerate(lines.items()):
+        colour = COLOURS[i % len(COLOURS)]
+        steps, last_y = [], 0.0
+        for fx, fy in points:
+            steps += [px(fx, last_y), px(fx, fy)]
+            last_y = fy
+        if steps:
+            out.append(
+                f'<polyline fill="none" stroke="{colour}" stroke-width="1.6" points="{" ".join(steps)}"/>'
+            )
+        ly = TOP + 14 + i * 34
+        out.append(f'<line x1="{LEFT + w + 12}" y1="{ly}" x2="{LEFT + w + 32}" y2="{ly}" stroke="{colour}" '
+                   'stroke-width="3"/>')  # fmt: skip
+        for j, part in enumerate(_wrap(name, 24)):
+            out.append(f'<text x="{LEFT + w + 38}" y="{ly + 4 + j * 14}">{escape(part)}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+NINES = 3  # the y axis ends at 99.9%
+
+
+def _nines(share: float) -> float:
+    """0..1 on the axis: how many nines the share has (0.9 -> 1, 0.99 -> 2), of NINES."""
+    return min(-math.log10(max(1.0 - share, 10.0**-NINES)), NINES) / NINES
+
+
+def _quantile(points: Sequence[Point], q: float) -> float:
+    """The smallest sample whose share reaches q."""
+    return float(next((v for v, share in points if share >= q), points[-1][0]))
+
+
+def _step(top: float) -> float:
+    """A round tick step giving 4 to 10 ticks up to ``top``."""
+    raw = max(top / 5, 1e-9)  # a series of zeros (or denormals) still gets an axis
+    magnitude = 10 ** math.floor(math.log10(raw))
+    return float(next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw))
+
+
+def _number(v: float) -> str:
+    return f"{v:g}"
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    lines, current = [], ""
+    for word in text.split():
+        if current and len(current) + 1 + len(word) > width:
+            lines.append(current)
+            current = word
+        else:
+            current = f"{current} {word}".strip()
+    return [*lines, current] if current else lines
