@@ -10,9 +10,10 @@ imported by the plugin.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import click
@@ -68,18 +69,21 @@ class Verbs(click.Group):
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        ctx.meta[_LISTING] = True
-        try:
+        with _listing(ctx):
             super().format_commands(ctx, formatter)
-        finally:
-            del ctx.meta[_LISTING]
 
     def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
-        ctx.meta[_LISTING] = True
-        try:
+        with _listing(ctx):
             return super().shell_complete(ctx, incomplete)
-        finally:
-            del ctx.meta[_LISTING]
+
+
+@contextlib.contextmanager
+def _listing(ctx: click.Context) -> Iterator[None]:
+    ctx.meta[_LISTING] = True
+    try:
+        yield
+    finally:
+        del ctx.meta[_LISTING]
 
 
 @click.group(
