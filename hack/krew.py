@@ -92,7 +92,8 @@ def plugin_modules() -> dict[str, Path]:
     from kubectl_fluid.cli.main import VERBS
 
     allowed = {m for mods in VENDORED.values() for m in mods} | OPTIONAL
-    todo, seen, foreign = [*ENTRY_MODULES, *VERBS.values()], dict[str, Path](), set[str]()
+    todo = [*ENTRY_MODULES, *(module for module, _ in VERBS.values())]
+    seen, foreign = dict[str, Path](), set[str]()
     while todo:
         name = todo.pop()
         if name in seen:

@@ -9,7 +9,6 @@ with a hash suffix (see ``fit_63``) instead of failing, so odd but legal names s
 
 from __future__ import annotations
 
-import hashlib
 import re
 from typing import Final, Literal
 
@@ -215,12 +214,20 @@ FUSE_MOUNT_KEY_PREFIX_LENGTH: Final = 16
 DNS_SUBDOMAIN_MAX: Final = 253
 
 
+def _sha256_hex(text: str) -> str:
+    """``text``'s SHA-256 in hex: the short, stable digests below are cut from it."""
+    # hashlib here, not at the top: the plugin's commands read names, and most never hash one.
+    import hashlib
+
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def fit_63(text: str) -> str:
     """``text`` if it fits a DNS label / label value / label-key name part, else a stable shortening
     that keeps a readable prefix and a hash of the whole, so distinct inputs stay distinct."""
     if len(text) <= DNS_LABEL_MAX:
         return text
-    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    digest = _sha256_hex(text)[:8]
     return f"{text[: DNS_LABEL_MAX - 9].rstrip('-._')}-{digest}"
 
 
@@ -229,7 +236,7 @@ def dns_label(text: str) -> str:
     ConfigMap's) is rewritten *and* hashed, so ``a.b`` and ``a-b`` stay distinct."""
     if "." not in text:
         return fit_63(text)
-    digest = hashlib.sha256(text.encode()).hexdigest()[:8]
+    digest = _sha256_hex(text)[:8]
     return f"{text.replace('.', '-')[: DNS_LABEL_MAX - 9].rstrip('-')}-{digest}"
 
 
@@ -288,7 +295,7 @@ def secret_volume(secret: str) -> str:
     name = f"{SECRET_VOLUME_PREFIX}{secret}"
     if len(name) <= DNS_LABEL_MAX and "." not in secret:
         return name
-    digest = hashlib.sha256(secret.encode()).hexdigest()[:8]
+    digest = _sha256_hex(secret)[:8]
     keep = DNS_LABEL_MAX - len(SECRET_VOLUME_PREFIX) - len(digest)
     return f"{SECRET_VOLUME_PREFIX}{secret.replace('.', '-')[:keep]}{digest}"
 
@@ -392,7 +399,7 @@ def dataset_id(namespace: str, dataset: str) -> str:
 
 # --- CSI ------------------------------------------------------------------------------------------
 def cluster_id(master_addrs: str) -> str:
-    return hashlib.sha256(master_addrs.encode()).hexdigest()[:8]
+    return _sha256_hex(master_addrs)[:8]
 
 
 def volume_handle(cluster: str, fs_path: str, pv_name: str) -> str:
@@ -437,7 +444,7 @@ def csi_staging_root(plugins_root: str = KUBELET_PLUGINS_ROOT) -> str:
 def csi_staging_path(volume_handle: str, plugins_root: str = KUBELET_PLUGINS_ROOT) -> str:
     """Where kubelet (1.24+) stages a CSI volume: a per-driver directory named by the hex sha256 of
     the volume handle. Used by the local kubelet stand-in and tests, so they stage where kubelet would."""
-    digest = hashlib.sha256(volume_handle.encode()).hexdigest()
+    digest = _sha256_hex(volume_handle)
     return f"{csi_staging_root(plugins_root)}/{digest}/globalmount"
 
 

@@ -3,27 +3,43 @@
 ``-n``, ``--context``, ``--kubeconfig`` and ``--request-timeout`` are accepted both before the verb
 (``kubectl fluid -n a datasets``, as kubectl takes global flags anywhere) and after it; the verb's own
 wins. ``-o`` and ``--no-headers`` belong to the verb, ``-A`` to verbs that list. What they make, the
-``Settings`` a command runs with, is ``kubectl_fluid.cli.settings``.
+``Settings`` a command runs with, is ``kubectl_fluid.cli.settings``; both it and the completers are
+imported when a command runs or the shell completes, never for ``--help``.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from kubectl_fluid.cli import completers
-from kubectl_fluid.cli.settings import Settings, outer_values, parse_duration
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 Command = Callable[..., None]
+Completer = Callable[[click.Context, click.Parameter, str], "list[CompletionItem]"]
 DEFAULT_REQUEST_TIMEOUT = "30s"
+
+
+def _completer(name: str) -> Completer:
+    """``kubectl_fluid.cli.completers.<name>``, imported when the shell asks for candidates."""
+
+    def complete(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+        from kubectl_fluid.cli import completers
+
+        found: list[CompletionItem] = getattr(completers, name)(ctx, param, incomplete)
+        return found
+
+    return complete
 
 
 def _timeout(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
     if value is None:
         return None
+    from kubectl_fluid.cli.settings import parse_duration
+
     try:
         return parse_duration(value)
     except ValueError as e:
@@ -38,13 +54,13 @@ def connection_options(fn: Command) -> Command:
             "--namespace",
             metavar="NAMESPACE",
             help="Namespace of the request (default: the context's).",
-            shell_complete=completers.namespaces,
+            shell_complete=_completer("namespaces"),
         ),
         click.option(
             "--context",
             metavar="NAME",
             help="kubeconfig context to use.",
-            shell_complete=completers.contexts,
+            shell_complete=_completer("contexts"),
         ),
         click.option(
             "--kubeconfig",
@@ -86,6 +102,8 @@ def kube_command(*, outputs: tuple[str, ...], lists: bool = False) -> Callable[[
     def decorate(fn: Command) -> Command:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> None:
+            from kubectl_fluid.cli.settings import Settings, outer_values, parse_duration
+
             outer = outer_values(click.get_current_context())
 
             def pick(key: str) -> Any:

@@ -1,41 +1,55 @@
 """``kubectl fluid``: the root command, and the one place where failures become ``error: …`` + exit 1.
 
-Start-up is part of the interface (``kubectl fluid --help`` must feel instant): this module and the
-verb modules import only click and the plugin's own light modules at the top, a command loads only
-its own verb, and the API client, YAML, JSON, TLS and tabulate are imported inside the commands that
-use them. No server code (webhook,
-controller, csi) and no kr8s/pydantic/httpx is ever imported by the plugin.
+Start-up is part of the interface (``kubectl fluid --help`` must feel instant): this module imports
+only click at the top. ``--help`` and completing a verb's name list the verbs from ``VERBS`` without
+importing any of them; a command loads only its own verb, and the API client, YAML, JSON, TLS and
+tabulate are imported inside the commands that use them (``tests/unit/test_cli_startup.py`` holds
+the start-up to that). No server code (webhook, controller, csi) and no kr8s/pydantic/httpx is ever
+imported by the plugin.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import click
 
-from kubectl_fluid.cli.errors import CliError, describe_api_error, describe_unreachable
 from kubectl_fluid.cli.flags import connection_options
-from kubectl_fluid.kube.errors import ApiError, ClientError, Unreachable
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 PROG = "kubectl fluid"
 DEBUG_ENV = "KUBECTL_FLUID_DEBUG"
 
 
-# Verb → its module, in the order a person meets them. A command imports only its own verb's module.
+# Verb → (its module, which holds a command named like it; the first paragraph of its help), in the
+# order a person meets them. The summary is what the root lists without importing the verb; a unit
+# test holds it equal to the verb's own help.
 VERBS = {
-    "inject": "kubectl_fluid.cli.inject",
-    "config": "kubectl_fluid.cli.config",
-    "mounts": "kubectl_fluid.cli.mounts",
-    "datasets": "kubectl_fluid.cli.datasets",
-    "explain": "kubectl_fluid.cli.explain",
-    "version": "kubectl_fluid.cli.version",
+    "inject": (
+        "kubectl_fluid.cli.inject",
+        "Give a workload's pods datasets' runtime config (or, with --fuse, mount propagation).",
+    ),
+    "config": ("kubectl_fluid.cli.config", "Show datasets' runtime config."),
+    "mounts": ("kubectl_fluid.cli.mounts", "List the shared FUSE mounts per node."),
+    "datasets": ("kubectl_fluid.cli.datasets", "List datasets and whether pods can use them."),
+    "explain": ("kubectl_fluid.cli.explain", "Say whether a pod was injected, and why not."),
+    "version": (
+        "kubectl_fluid.cli.version",
+        "Print the plugin's version and that of the cluster and its Fluid components.",
+    ),
 }
+# Set in ``ctx.meta`` while the root lists its verbs rather than runs one.
+_LISTING = "kubectl_fluid.cli.main.listing"
 
 
 class Verbs(click.Group):
-    """Verbs loaded on use (each module holds a command named like it), listed in VERBS' order."""
+    """Verbs loaded on use, listed in VERBS' order from their summaries."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(VERBS)
@@ -43,11 +57,33 @@ class Verbs(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in VERBS:
             return None
+        module, summary = VERBS[cmd_name]
+        if ctx.meta.get(_LISTING):
+            # A listing reads only the short help, which click shortens from the first paragraph
+            # alone: a command with just that paragraph lists exactly as the verb itself would.
+            return click.Command(cmd_name, help=summary)
         import importlib
 
-        command = getattr(importlib.import_module(VERBS[cmd_name]), cmd_name)
+        command = getattr(importlib.import_module(module), cmd_name)
         assert isinstance(command, click.Command)
         return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with _listing(ctx):
+            super().format_commands(ctx, formatter)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        with _listing(ctx):
+            return super().shell_complete(ctx, incomplete)
+
+
+@contextlib.contextmanager
+def _listing(ctx: click.Context) -> Iterator[None]:
+    ctx.meta[_LISTING] = True
+    try:
+        yield
+    finally:
+        del ctx.meta[_LISTING]
 
 
 @click.group(
@@ -92,6 +128,10 @@ def _fail(message: str, usage_of: click.Context | None = None) -> int:
 
 def message_for(e: Exception) -> str | None:
     """The ``error:`` line for a failure the plugin knows, None for a bug."""
+    # Here, not at the top: only a failure pays for the error types and their wording.
+    from kubectl_fluid.cli.errors import CliError, describe_api_error, describe_unreachable
+    from kubectl_fluid.kube.errors import ApiError, ClientError, Unreachable
+
     if isinstance(e, click.ClickException):
         text = e.format_message()
         # kubectl's errors start in lower case ("error: unknown flag"); click's sentences do not.

@@ -9,20 +9,23 @@ chose, as Go's net/http dials one.
 - ``socks5://`` / ``socks5h://``: a SOCKS5 CONNECT (RFC 1928; user and password from the URL, RFC
   1929), the host name resolved by the proxy, then TLS end to end.
 
-Only the standard library: TLS inside TLS goes through ``ssl.SSLObject`` over memory buffers."""
+Only the standard library: TLS inside TLS goes through ``ssl.SSLObject`` over memory buffers
+(``kubectl_fluid.kube.tlsintls``). The TLS context comes from the caller, so this module imports no
+``ssl`` itself."""
 
 from __future__ import annotations
 
 import base64
-import io
 import ipaddress
 import socket
-import ssl
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kubectl_fluid.kube.errors import ClientError
 from kubectl_fluid.kube.proxy import Proxy
+
+if TYPE_CHECKING:
+    import ssl
 
 SOCKS_REPLIES = {
     1: "general SOCKS server failure",
@@ -69,11 +72,14 @@ def connect(
         if not https:
             return sock
         _http_connect(sock, host, port, proxy)
+        if proxy.scheme == "https":
+            from kubectl_fluid.kube.tlsintls import TlsInTls
+
+            assert context is not None
+            return TlsInTls(sock, context, server_name)
     if not https:
         return sock
     assert context is not None
-    if isinstance(sock, ssl.SSLSocket):
-        return TlsInTls(sock, context, server_name)
     return context.wrap_socket(sock, server_hostname=server_name)
 
 
@@ -146,69 +152,3 @@ def _socks5(proxy: Proxy, host: str, port: int, timeout: float | None) -> socket
         sock.close()
         raise
     return sock
-
-
-class TlsInTls:
-    """TLS to the API server inside the TLS connection to an https:// proxy: an ``ssl.SSLObject``
-    over memory buffers, pumped through the outer socket; what http.client needs of a socket."""
-
-    def __init__(self, outer: ssl.SSLSocket, context: ssl.SSLContext, server_name: str) -> None:
-        self._outer = outer
-        self._in, self._out = ssl.MemoryBIO(), ssl.MemoryBIO()
-        self._tls = context.wrap_bio(self._in, self._out, server_hostname=server_name)
-        self._call(self._tls.do_handshake)
-
-    def _flush(self) -> None:
-        pending = self._out.read()
-        if pending:
-            self._outer.sendall(pending)
-
-    def _call(self, op: Any, *args: Any) -> Any:
-        while True:
-            try:
-                result = op(*args)
-            except ssl.SSLWantReadError:
-                self._flush()
-                data = self._outer.recv(65536)
-                if not data:
-                    self._in.write_eof()
-                else:
-                    self._in.write(data)
-                continue
-            self._flush()
-            return result
-
-    def sendall(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            sent = self._call(self._tls.write, view)
-            view = view[sent:]
-
-    def recv_into(self, buffer: Any) -> int:
-        try:
-            return int(self._call(self._tls.read, len(buffer), buffer))
-        except ssl.SSLZeroReturnError:
-            return 0
-
-    def makefile(self, mode: str = "rb", **_: Any) -> io.BufferedReader:
-        return io.BufferedReader(_Reader(self))
-
-    def settimeout(self, timeout: float | None) -> None:
-        self._outer.settimeout(timeout)
-
-    def getpeercert(self, binary_form: bool = False) -> Any:
-        return self._tls.getpeercert(binary_form)
-
-    def close(self) -> None:
-        self._outer.close()
-
-
-class _Reader(io.RawIOBase):
-    def __init__(self, conn: TlsInTls) -> None:
-        self._conn = conn
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        return self._conn.recv_into(buffer)

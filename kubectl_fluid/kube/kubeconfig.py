@@ -309,10 +309,13 @@ def resolve(merged: Merged, context: str | None, source: str) -> Access:
 def _unknown(entry: Mapping[str, Any], known: frozenset[str], owner: str, source: str) -> list[str]:
     """A warning per field kubectl's v1 format does not have (a typo, most often): kubectl drops such
     fields silently; here the operator hears of it, with the field it most likely meant."""
-    import difflib
+    unknown = sorted(str(k) for k in entry if k not in known)
+    if not unknown:
+        return []
+    import difflib  # here, not above: only a kubeconfig with a stray field pays for it
 
     out = []
-    for key in sorted(str(k) for k in entry if k not in known):
+    for key in unknown:
         near = difflib.get_close_matches(key, sorted(known), n=1)
         hint = f' (did you mean "{near[0]}"?)' if near else ""
         out.append(f'field "{key}" of {owner} in {source} is not a kubeconfig field; ignored{hint}')

@@ -4,28 +4,30 @@ and out, errors as ``ApiError`` / ``Unreachable``.
 Why not kr8s here: a plugin command is a whole process, and kr8s (httpx, anyio, discovery) costs
 more to import than the request itself; ``config show`` would then be several times slower than
 ``kubectl get cm``. The servers keep using kr8s. This module is imported only by commands that talk to
-the cluster, never on the ``--help`` path.
+the cluster, never on the ``--help`` path; TLS (``ssl``) is loaded when the first connection is opened,
+with the kubeconfig's certificate authority alone when it names one, and HTTP is
+``kubectl_fluid.kube.http11`` rather than ``http.client`` (whose import costs more than a request).
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
-import http.client
 import json
 import os
-import socket
-import ssl
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
 from kubectl_fluid import __version__
-from kubectl_fluid.kube import dial
+from kubectl_fluid.kube import dial, http11
 from kubectl_fluid.kube.errors import ApiError, ClientError, Unreachable
 from kubectl_fluid.kube.kubeconfig import Access, Credentials
 from kubectl_fluid.kube.proxy import proxy_for
+
+if TYPE_CHECKING:
+    import ssl
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -48,7 +50,7 @@ class Api:
         self._port = url.port or (443 if self._https else 80)
         self._prefix = url.path.rstrip("/")
         self._proxy = proxy_for(access.server, access.proxy_url, os.environ if env is None else env)
-        self._conn: http.client.HTTPConnection | None = None
+        self._conn: http11.Connection | None = None
         self._auth: str | None = None
         self._exec_cache: Credentials | None = None
 
@@ -85,11 +87,11 @@ class Api:
             try:
                 status, data = self._roundtrip(method, target, payload, headers)
                 break
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as e:
+            except (BrokenPipeError, ConnectionResetError) as e:  # http11.Disconnected among them
                 self.close()
                 if attempt + 1 == attempts:
                     raise Unreachable(self.access.server, _reason(e)) from None
-            except (OSError, http.client.HTTPException) as e:
+            except OSError as e:  # http11.BadResponse and ssl's errors among them
                 self.close()
                 raise Unreachable(self.access.server, _reason(e)) from None
         if status >= 400:
@@ -126,45 +128,37 @@ class Api:
     def _roundtrip(
         self, method: str, target: str, payload: bytes | None, headers: Sequence[tuple[str, str]]
     ) -> tuple[int, bytes]:
-        conn = self._connection()
-        # Header by header: impersonation repeats Impersonate-Group, which a dict cannot hold.
-        conn.putrequest(method, target)
-        for name, value in headers:
-            conn.putheader(name, value)
-        if payload is not None:
-            conn.putheader("Content-Length", str(len(payload)))
-        conn.endheaders(payload)
-        response = conn.getresponse()
-        data = response.read()
-        for warning in response.headers.get_all("Warning") or ():
+        # A request in absolute form names its host in the URL, and Host repeats it.
+        absolute = target.startswith("http://")
+        host = urlsplit(target).netloc if absolute else http11.host_header(self._host, self._port)
+        response = self._connection().exchange(method, target, host, headers, payload)
+        for warning in response.values("Warning"):
             # The API server's warnings (deprecations, admission warnings) reach the operator as kubectl
             # relays them: ``Warning: <text>`` on stderr.
             sys.stderr.write(f"Warning: {warning_text(warning)}\n")
         if response.will_close:
             self.close()
-        return response.status, data
+        return response.status, response.body
 
-    def _connection(self) -> http.client.HTTPConnection:
+    def _connection(self) -> http11.Connection:
         if self._conn is None:
             proxy = self._proxy
             https_hop = self._https or (proxy is not None and proxy.scheme == "https")
-            self._conn = _Connection(
+            sock = dial.connect(
                 self._host,
                 self._port,
+                https=self._https,
+                proxy=proxy,
+                context=self._ssl_context() if https_hop else None,
+                server_name=self.access.tls_server_name or self._host,
                 timeout=self.timeout,
-                dialer=lambda timeout: dial.connect(
-                    self._host,
-                    self._port,
-                    https=self._https,
-                    proxy=proxy,
-                    context=self._ssl_context() if https_hop else None,
-                    server_name=self.access.tls_server_name or self._host,
-                    timeout=timeout,
-                ),
             )
+            self._conn = http11.Connection(sock)
         return self._conn
 
     def _ssl_context(self) -> ssl.SSLContext:
+        import ssl
+
         access = self.access
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         if access.insecure:
@@ -225,18 +219,6 @@ class Api:
                 creds.exec_config or {}, self.access.context, creds.exec_cluster
             )
         return self._exec_cache
-
-
-class _Connection(http.client.HTTPConnection):
-    """http.client over whatever ``dial.connect`` opened: a direct socket, a tunnel through a proxy,
-    TLS or TLS inside TLS. ``host`` is the API server's (the Host header); the dialer knows the way."""
-
-    def __init__(self, host: str, port: int, *, timeout: float | None, dialer: Any) -> None:
-        super().__init__(host, port, timeout=timeout)
-        self._dialer = dialer
-
-    def connect(self) -> None:
-        self.sock = self._dialer(self.timeout)
 
 
 def run_exec_plugin(
@@ -318,6 +300,8 @@ def warning_text(header: str) -> str:
 def _load_client_cert(ctx: ssl.SSLContext, creds: Credentials, context: str) -> None:
     """``load_cert_chain`` reads only files; inline ``*-data`` goes through anonymous memory files
     (memfd) where the OS has them, so a private key never touches the disk."""
+    import ssl
+
     try:
         if creds.cert_data or creds.key_data:
             with _memory_file(creds.cert_data or b"") as cert, _memory_file(creds.key_data or b"") as key:
@@ -357,7 +341,7 @@ def _api_error(status: int, data: bytes, method: str, path: str) -> ApiError:
     except ValueError:
         body = None
     if not isinstance(body, dict):
-        text = data.decode(errors="replace").strip()[:300] or http.client.responses.get(status, "")
+        text = data.decode(errors="replace").strip()[:300] or _phrase(status)
         return ApiError(status, "", text, method=method, path=path)
     return ApiError(
         status,
@@ -369,7 +353,21 @@ def _api_error(status: int, data: bytes, method: str, path: str) -> ApiError:
     )
 
 
+def _phrase(status: int) -> str:
+    """The standard reason phrase of ``status`` ("Not Found"), "" for a code without one."""
+    from http import HTTPStatus
+
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
 def _reason(e: BaseException) -> str:
+    # Only a failure pays for these, and ssl is loaded already if it was TLS that failed.
+    import socket
+    import ssl
+
     if isinstance(e, ssl.SSLCertVerificationError):
         return f"TLS certificate not trusted: {e.verify_message}"
     if isinstance(e, TimeoutError):
