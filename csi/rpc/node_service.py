@@ -34,6 +34,7 @@ import errno
 import logging
 import os
 from collections.abc import Callable, Coroutine, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -102,6 +103,9 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         # Group commit: versions of self.state applied and on disk.
         self._version = self._written = 0
         self._writing = asyncio.Lock()
+        # The writes' own thread: the shared pool also runs the calls' host work, which can wait on
+        # a slow FUSE server, and a write queued behind it would hold up every waiting call.
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fluid-csi-state")
         self._background: set[asyncio.Task[None]] = set()
         # Told every saved state (the FuseMount publisher); must return at once.
         self.mirror = mirror
@@ -125,7 +129,8 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             if self._written >= wanted:
                 return  # a write that started after our change has finished
             version, state = self._version, self.state
-            await asyncio.to_thread(statefile.save_atomic, self.state_path, state)
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self._writer, statefile.save_atomic, self.state_path, state)
             self._written = version
 
     def _durable_soon(self) -> None:
