@@ -450,7 +450,8 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                 # Another key's volume was published at this very target meanwhile (kubelet never
                 # asks that): ours must not show on top of it.
                 if bound:
-                    mounts.unmount(target)
+                    with contextlib.suppress(mounts.MountError):
+                        mounts.unmount(target)  # the conflict is the answer, even if this fails
                 raise
             self._save(new)
         await self._durable()
