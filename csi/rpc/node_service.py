@@ -439,13 +439,14 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             )
         async with self.locks.hold(key):
             pod_uid = request.volume_context.get(POD_UID_KEY) or None
-            st.publish(self.state, volume_id, target, request.readonly, pod_uid)  # refused before mounting
-            entry = self.state.mounts[key]
-            args = (entry, volume_id, staging, target, request.readonly)
+            before = self.state
+            new = st.publish(before, volume_id, target, request.readonly, pod_uid)  # refused before mounting
+            args = (before.mounts[key], volume_id, staging, target, request.readonly)
             bound = await _on_host(self._publish_on_host, *args)
             try:
-                # Applied to the state as it is now: other keys' calls changed it meanwhile.
-                new = st.publish(self.state, volume_id, target, request.readonly, pod_uid)
+                if self.state is not before:
+                    # Applied to the state as it is now: other keys' calls changed it meanwhile.
+                    new = st.publish(self.state, volume_id, target, request.readonly, pod_uid)
             except StateConflict:
                 # Another key's volume was published at this very target meanwhile (kubelet never
                 # asks that): ours must not show on top of it.
