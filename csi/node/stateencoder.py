@@ -31,6 +31,8 @@ _NESTED: dict[type[BaseModel], str] = {NodeState: "mounts", MountEntry: "volumes
 class _Encoded:
     record: BaseModel  # held, so that no later object can have its id
     text: str
+    # ``"key":text``, as it stands in the mapping that holds it (the key's own dump is kept too).
+    member: str
     children: Mapping[str, _Encoded] = field(default_factory=dict)
 
 
@@ -42,9 +44,9 @@ def _join(parts: Mapping[str, str]) -> str:
     return "{" + ",".join(f"{_dumps(name)}:{parts[name]}" for name in sorted(parts)) + "}"
 
 
-def _encode(record: BaseModel, previous: _Encoded | None, extra: Mapping[str, Any] | None = None) -> _Encoded:
-    if previous is not None and previous.record is record and extra is None:
-        return previous
+def _encode(
+    record: BaseModel, previous: _Encoded | None, key: str = "", extra: Mapping[str, Any] | None = None
+) -> _Encoded:
     nested = _NESTED.get(type(record))
     flat = record.model_dump(mode="json", exclude={nested} if nested else None)
     parts = {name: _dumps(value) for name, value in {**flat, **(extra or {})}.items()}
@@ -52,10 +54,13 @@ def _encode(record: BaseModel, previous: _Encoded | None, extra: Mapping[str, An
     if nested is not None:
         before = previous.children if previous is not None else {}
         mapping: Mapping[str, BaseModel] = getattr(record, nested)
-        for key in sorted(mapping):
-            children[key] = _encode(mapping[key], before.get(key))
-        parts[nested] = _join({key: child.text for key, child in children.items()})
-    return _Encoded(record, _join(parts), children)
+        for name in sorted(mapping):
+            child, was = mapping[name], before.get(name)
+            # Inline, not a call per record: a volume can hold hundreds of unchanged targets.
+            children[name] = was if was is not None and was.record is child else _encode(child, was, name)
+        parts[nested] = "{" + ",".join(child.member for child in children.values()) + "}"
+    text = _join(parts)
+    return _Encoded(record, text, f"{_dumps(key)}:{text}", children)
 
 
 class StateEncoder:
@@ -69,6 +74,6 @@ class StateEncoder:
 
     def encode(self, state: NodeState, version: int) -> bytes:
         # The top level is always joined again (it carries the version); its mounts are reused.
-        encoded = _encode(state, self._last, {"version": version})
+        encoded = _encode(state, self._last, extra={"version": version})
         self._last = encoded
         return (encoded.text + "\n").encode()
