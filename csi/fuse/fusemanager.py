@@ -232,7 +232,9 @@ class FuseManager:
 
     async def _watch(self, proc: FuseProcess) -> None:
         while True:
-            while _alive(proc) and not mounts.is_broken(proc.mnt_path):
+            # The mount's stat waits on its FUSE server: in a thread, so a slow or busy one holds up
+            # only its own watcher, not the event loop every other key's calls are served on.
+            while _alive(proc) and not await asyncio.to_thread(mounts.is_broken, proc.mnt_path):
                 await asyncio.sleep(self.poll)
             if proc.stopping:
                 return

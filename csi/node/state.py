@@ -17,9 +17,11 @@ stopped its FUSE and calls ``remove_mount``: a crash in between leaves a record 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from csi.model.errors import StateConflict
 from csi.model.params import FuseParams, HasFuseParams, fuse_params
@@ -66,29 +68,78 @@ class MountEntry(_Record):
         return len(self.volumes)
 
 
+@dataclass(frozen=True)
+class _Where:
+    """Which key each volume is staged on and which volume each target publishes: what every call
+    looks up, kept beside the state instead of walked for (a node holds hundreds of each). A state
+    holds a volume on one key and a target under one volume (the transitions and the state file
+    refuse anything else)."""
+
+    keys: Mapping[str, str]
+    volumes: Mapping[str, str]
+
+    @classmethod
+    def of(cls, mounts: Mapping[str, MountEntry]) -> _Where:
+        keys = {volume_id: key for key, entry in mounts.items() for volume_id in entry.volumes}
+        volumes = {
+            target: volume_id
+            for entry in mounts.values()
+            for volume_id, volume in entry.volumes.items()
+            for target in volume.targets
+        }
+        return cls(keys, volumes)
+
+    def replaced(self, old: MountEntry | None, new: MountEntry) -> _Where:
+        """After one key's entry changed from ``old`` to ``new``: only what differs between them is
+        looked at (a volume record that is the very same object is skipped)."""
+        keys, volumes = dict(self.keys), dict(self.volumes)
+        before = old.volumes if old is not None else {}
+        for volume_id in before.keys() - new.volumes.keys():
+            del keys[volume_id]
+            for target in before[volume_id].targets:
+                del volumes[target]
+        for volume_id, volume in new.volumes.items():
+            was = before.get(volume_id)
+            if was is volume:
+                continue
+            keys[volume_id] = new.key
+            targets = was.targets.keys() if was is not None else set()
+            for target in targets - volume.targets.keys():
+                del volumes[target]
+            for target in volume.targets.keys() - targets:
+                volumes[target] = volume_id
+        return _Where(keys, volumes)
+
+
 class NodeState(_Record):
     mounts: Mapping[str, MountEntry] = {}
+    # The mounts the lookups were made for, and the lookups (_Where). A copy made other than through
+    # this module's transitions carries the old ones: the mounts tell, and they are made afresh.
+    _where: tuple[Mapping[str, MountEntry], _Where] = PrivateAttr()
+
+    def model_post_init(self, context: Any) -> None:
+        self._where = (self.mounts, _Where.of(self.mounts))
+
+    def _lookups(self) -> _Where:
+        mounts, where = self._where
+        if mounts is not self.mounts:
+            where = _Where.of(self.mounts)
+            self._where = (self.mounts, where)
+        return where
 
     def refcount(self, key: str) -> int:
         entry = self.mounts.get(key)
         return 0 if entry is None else entry.refcount
 
     def key_of_volume(self, volume_id: str) -> str | None:
-        for key, entry in self.mounts.items():
-            if volume_id in entry.volumes:
-                return key
-        return None
+        return self._lookups().keys.get(volume_id)
 
     def volume(self, volume_id: str) -> VolumeEntry | None:
         key = self.key_of_volume(volume_id)
         return None if key is None else self.mounts[key].volumes[volume_id]
 
     def volume_of(self, target: str) -> str | None:
-        for entry in self.mounts.values():
-            for volume_id, volume in entry.volumes.items():
-                if target in volume.targets:
-                    return volume_id
-        return None
+        return self._lookups().volumes.get(target)
 
 
 def timestamp(at: datetime | None = None) -> str:
@@ -220,7 +271,9 @@ def remove_mount(state: NodeState, key: str) -> NodeState:
         raise StateConflict(
             f"mount key {key} still has {entry.refcount} staged volume(s)", "FAILED_PRECONDITION"
         )
-    return state.model_copy(update={"mounts": {k: e for k, e in state.mounts.items() if k != key}})
+    new = state.model_copy(update={"mounts": {k: e for k, e in state.mounts.items() if k != key}})
+    new._where = (new.mounts, state._lookups())  # a key with no volumes: nothing of it is looked up
+    return new
 
 
 def set_phase(
@@ -256,7 +309,9 @@ def set_process(
 
 
 def _put(state: NodeState, entry: MountEntry) -> NodeState:
-    return state.model_copy(update={"mounts": {**state.mounts, entry.key: entry}})
+    new = state.model_copy(update={"mounts": {**state.mounts, entry.key: entry}})
+    new._where = (new.mounts, state._lookups().replaced(state.mounts.get(entry.key), entry))
+    return new
 
 
 def _put_volume(state: NodeState, entry: MountEntry, volume_id: str, volume: VolumeEntry) -> NodeState:

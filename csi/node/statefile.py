@@ -3,6 +3,8 @@
 Format: one UTF-8 JSON object ``{"mounts": {...}, "version": 1}``, keys sorted, no blanks, one
 trailing newline; the fields are those of csi/node/state.py's models. The same state always gives the
 same bytes, so a file can be compared, and rewriting an unchanged state is a no-op in content.
+Encoding reuses the text of every record the last state encoded shared (csi/node/stateencoder.py),
+so a save costs what changed, not the size of the node's state.
 Reading validates strictly (types, no unknown fields, and the cross-checks below): a file that
 does not describe a consistent state is refused, never half-used.
 
@@ -16,12 +18,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from csi.model.errors import StateFileError
 from csi.node.state import MountEntry, NodeState
+from csi.node.stateencoder import StateEncoder
 from kubectl_fluid.files import atomic_write
 
 FORMAT_VERSION = 1
@@ -38,9 +41,12 @@ class _FileV1(BaseModel):
     mounts: dict[str, MountEntry]
 
 
+# One for the process: the node service saves one state after another, each much like the last.
+_ENCODER = StateEncoder()
+
+
 def to_json(state: NodeState) -> bytes:
-    document: dict[str, Any] = {"version": FORMAT_VERSION, **state.model_dump(mode="json")}
-    return (json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+    return _ENCODER.encode(state, FORMAT_VERSION)
 
 
 def from_json(data: bytes | str) -> NodeState:

@@ -15,7 +15,10 @@ waits for the write there.
 
 State transitions are pure (``csi.node.state``) and applied to ``self.state`` between awaits, so calls on
 different keys never overwrite each other; calls on one key are serialised by a per-key lock, which
-is what makes 50 concurrent stages of one key start exactly one FUSE.
+is what makes 50 concurrent stages of one key start exactly one FUSE. What a call does to the host
+(lookups through a FUSE mount, which wait on its server; mount(2)) runs in a thread under that lock
+(``_on_host``): the event loop goes on serving the other keys' calls meanwhile, and a FUSE restart's
+re-binding takes the key's lock too, so it never runs beside a call's binds.
 
 Before a FUSE of a key starts, its configuration file is written beside the key's mount point
 (csi/fuse/fuseconfig.py: the node's FUSE settings with the volume's masters) and, when the program is
@@ -30,9 +33,10 @@ import contextlib
 import errno
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from google.protobuf.message import Message
@@ -43,7 +47,7 @@ from csi.fuse.fuseconfig import fuse_config, write_fuse_config
 from csi.fuse.fusemanager import FuseManager
 from csi.fuse.fuserunner import FuseHandle, FuseRunner
 from csi.keyedlocks import KeyedLocks
-from csi.model.errors import FuseUnavailable
+from csi.model.errors import FuseUnavailable, StateConflict
 from csi.model.fusecmd import fuse_argv
 from csi.model.mountkey import fuse_mount_dir, mount_key, volume_dir
 from csi.model.volumes import parse_volume_context
@@ -60,6 +64,10 @@ log = logging.getLogger("csi.node_service")
 POD_UID_KEY = "csi.storage.k8s.io/pod.uid"
 # Inside --state-dir: each embedded FUSE's output, {mount-key}.log.
 FUSE_LOG_DIR = "fuse-logs"
+
+_T = TypeVar("_T")
+# What a path shows: its (device, inode).
+Identity = tuple[int, int]
 
 
 class NodeService(csi_pb2_grpc.NodeServicer):
@@ -91,10 +99,13 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         # Staging path -> (device, inode) of the volume directory it was last seen showing: a
         # publish that finds it still so needs no walk through the FUSE mount (each walk is a
         # round trip per path component to the FUSE server).
-        self._staged: dict[str, tuple[int, int]] = {}
+        self._staged: dict[str, Identity] = {}
         # Group commit: versions of self.state applied and on disk.
         self._version = self._written = 0
         self._writing = asyncio.Lock()
+        # The writes' own thread: the shared pool also runs the calls' host work, which can wait on
+        # a slow FUSE server, and a write queued behind it would hold up every waiting call.
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fluid-csi-state")
         self._background: set[asyncio.Task[None]] = set()
         # Told every saved state (the FuseMount publisher); must return at once.
         self.mirror = mirror
@@ -118,12 +129,16 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             if self._written >= wanted:
                 return  # a write that started after our change has finished
             version, state = self._version, self.state
-            await asyncio.to_thread(statefile.save_atomic, self.state_path, state)
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self._writer, statefile.save_atomic, self.state_path, state)
             self._written = version
 
     def _durable_soon(self) -> None:
         """For changes made outside a call (a FUSE restarted by its supervisor)."""
-        task = asyncio.get_running_loop().create_task(self._durable())
+        self._soon(self._durable())
+
+    def _soon(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
@@ -165,7 +180,17 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         if handle is not None:
             self._save(_record_process(self.state, key, handle))
             self._durable_soon()
-        self._rebind(entry)
+        self._soon(self._rebind_key(key))
+
+    async def _rebind_key(self, key: str) -> None:
+        async with self.locks.hold(key):
+            entry = self.state.mounts.get(key)
+            if entry is None:
+                return  # unstaged meanwhile
+            try:
+                self._rebind(entry)
+            except Exception:
+                log.exception("re-binding after a FUSE restart failed", extra={"mount_key": key})
 
     def _rebind(self, entry: st.MountEntry) -> bool:
         """Bind every staging path and target of ``entry`` again where it does not show the volume's
@@ -203,7 +228,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         try:
             directory = os.fstat(fd)
             self._staged[volume.staging_path] = (directory.st_dev, directory.st_ino)
-            if _shows(volume.staging_path, directory):
+            if _shows(volume.staging_path, self._staged[volume.staging_path]):
                 return False
             _clear(volume.staging_path)
             Path(volume.staging_path).mkdir(parents=True, exist_ok=True)
@@ -212,17 +237,30 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         finally:
             os.close(fd)
 
-    def _still_staged(self, staging_path: str) -> bool:
-        """Whether the staging path still shows the directory it was bound to (not a dead or
-        replaced FUSE: those answer an error or another device)."""
+    def _still_staged(self, staging_path: str) -> Identity | None:
+        """What the staging path shows while it still shows the directory it was bound to; None
+        once it does not (a dead or replaced FUSE answers an error or another device)."""
         seen = self._staged.get(staging_path)
         if seen is None:
-            return False
+            return None
         try:
             now = os.lstat(staging_path)
         except OSError:
-            return False
-        return (now.st_dev, now.st_ino) == seen
+            return None
+        return seen if (now.st_dev, now.st_ino) == seen else None
+
+    def _publish_on_host(
+        self, entry: st.MountEntry, volume_id: str, staging: str, target: str, readonly: bool
+    ) -> bool:
+        """NodePublish's mounts: mend the staging bind if it points into a dead FUSE (kubelet does not
+        stage again for a new pod), then bind staging at the target. Returns whether it bound."""
+        source = None
+        if entry.volumes[volume_id].staging_path == staging:
+            source = self._still_staged(staging)
+            if source is None:
+                self._bind_staging(entry, volume_id)
+                source = self._staged.get(staging)
+        return _bind_from(staging, target, readonly=readonly, source_shows=source)
 
     async def recover(self) -> None:
         """After a restart: adopt or restart every FUSE with staged volumes, re-bind what broke,
@@ -332,14 +370,17 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             self._save(new)
             if not self.fuse.running(key):
                 await self._durable()  # recorded before its FUSE starts, so a restart finds the FUSE
-            bound = False
+            bound = binding = False
             try:
                 await self._ensure_fuse(key)
-                bound = self._bind_staging(self.state.mounts[key], volume_id)
+                binding = True
+                bound = await _on_host(self._bind_staging, self.state.mounts[key], volume_id)
+                binding = False
                 self._save(st.set_phase(self.state, key, "Ready", now=st.timestamp()))
-            except BaseException:
+            except BaseException as failure:
                 if added:
-                    if bound:
+                    # Cancelled while binding: the bind may have been made, unseen.
+                    if bound or (binding and isinstance(failure, asyncio.CancelledError)):
                         _detach(staging)
                     await self._undo_stage(key, volume_id)
                     await self._durable()
@@ -398,13 +439,21 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             )
         async with self.locks.hold(key):
             pod_uid = request.volume_context.get(POD_UID_KEY) or None
-            new = st.publish(self.state, volume_id, target, request.readonly, pod_uid)
-            entry = self.state.mounts[key]
-            if entry.volumes[volume_id].staging_path == staging and not self._still_staged(staging):
-                # A staging bind into a FUSE that died (ENOTCONN) would be published as it is:
-                # kubelet does not stage again for a new pod, so mend it here.
-                self._bind_staging(entry, volume_id)
-            _bind_from(staging, target, readonly=request.readonly)
+            before = self.state
+            new = st.publish(before, volume_id, target, request.readonly, pod_uid)  # refused before mounting
+            args = (before.mounts[key], volume_id, staging, target, request.readonly)
+            bound = await _on_host(self._publish_on_host, *args)
+            try:
+                if self.state is not before:
+                    # Applied to the state as it is now: other keys' calls changed it meanwhile.
+                    new = st.publish(self.state, volume_id, target, request.readonly, pod_uid)
+            except StateConflict:
+                # Another key's volume was published at this very target meanwhile (kubelet never
+                # asks that): ours must not show on top of it.
+                if bound:
+                    with contextlib.suppress(mounts.MountError):
+                        mounts.unmount(target)  # the conflict is the answer, even if this fails
+                raise
             self._save(new)
         await self._durable()
         return csi_pb2.NodePublishVolumeResponse()
@@ -456,7 +505,23 @@ def _remove_empty(mnt_path: str) -> None:
             os.rmdir(directory)
 
 
-def _shows(path: str, directory: os.stat_result) -> bool:
+async def _on_host(work: Callable[..., _T], *args: Any) -> _T:
+    """``work(*args)`` in a thread. A call cancelled meanwhile (kubelet's deadline) waits for it to end
+    all the same before the cancellation goes on: an undo must never run beside the mounting it
+    undoes."""
+    future = asyncio.get_running_loop().run_in_executor(None, work, *args)
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        while not future.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait([future])
+        if not future.cancelled():
+            future.exception()  # seen: the cancellation is what the caller reports
+        raise
+
+
+def _shows(path: str, directory: Identity) -> bool:
     """Whether ``path`` serves ``directory`` (same device and inode): a bind into a dead FUSE fails
     to stat, one into an older FUSE mount has another device number. A directory has one name
     (no hard links), so another path showing its inode is a mount of it: no need to read the mount
@@ -465,7 +530,7 @@ def _shows(path: str, directory: os.stat_result) -> bool:
         seen = os.lstat(path)
     except OSError:
         return False
-    return (seen.st_dev, seen.st_ino) == (directory.st_dev, directory.st_ino)
+    return (seen.st_dev, seen.st_ino) == directory
 
 
 def _clear(path: str) -> None:
@@ -480,15 +545,20 @@ def _clear(path: str) -> None:
     _detach(path)
 
 
-def _bind_from(source: str, target: str, readonly: bool) -> None:
-    """Bind ``source`` (the driver's own staging path) at ``target`` unless it is already there.
+def _bind_from(source: str, target: str, readonly: bool, source_shows: Identity | None = None) -> bool:
+    """Bind ``source`` (the driver's own staging path) at ``target`` unless it is already there;
+    returns whether it bound. ``source_shows``: what ``source`` was just seen showing, which saves a
+    lookup through the FUSE mount.
 
     A mount already at ``target`` (a bind into a FUSE that died) is kept and the new bind stacked on
     it: a running container's volume is a copy of the target in its own mount namespace, which
     follows what is mounted on the target (HostToContainer propagation) but is orphaned, still on the
     dead FUSE, once the target is unmounted. NodeUnpublish unmounts the whole stack."""
-    if _shows(target, os.stat(source)):
-        return
+    if source_shows is None:
+        seen = os.stat(source)
+        source_shows = (seen.st_dev, seen.st_ino)
+    if _shows(target, source_shows):
+        return False
     try:
         os.lstat(target)
     except FileNotFoundError:
@@ -498,6 +568,7 @@ def _bind_from(source: str, target: str, readonly: bool) -> None:
     except OSError:
         pass  # a bind into a dead FUSE (ENOTCONN): stacked on, as said above
     mounts.bind(source, target, readonly=readonly)
+    return True
 
 
 _ADVICE = {
