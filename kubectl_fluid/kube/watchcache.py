@@ -6,17 +6,22 @@ kr8s's own ``watch`` ends when the server closes the stream and spins on ``410 G
 - re-lists when the server says the version is gone (410, as an HTTP status or an ERROR event), and
   reports what changed meanwhile as ordinary ADDED/MODIFIED/DELETED events;
 - reconnects after the server's routine close (``timeoutSeconds``) and after errors, with backoff.
+
+Objects are held without ``metadata.managedFields``, which no reader uses and which is a third to a
+half of a server-side-applied object in memory; they are parsed with orjson, which also shares the
+key strings every object repeats (a StatefulSet of the bench: 34 KiB as ``json`` parses it, 14 KiB
+lean through orjson).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable
 from typing import Any, Literal
 
 import kr8s.asyncio
+import orjson
 
 from kubectl_fluid.kube import http
 from kubectl_fluid.kube.backoff import Backoff
@@ -106,8 +111,7 @@ class WatchCache:
         held = self._store.get(k)
         if held is not None and not _newer(obj, held):
             return
-        obj.setdefault("apiVersion", self.resource.api_version)
-        obj.setdefault("kind", self.resource.kind)
+        self._adopt(obj)
         self._store[k] = obj
         rv = _rv(obj)
         if not announce and rv is not None:
@@ -151,8 +155,7 @@ class WatchCache:
                     raise Gone from e
                 raise
             for obj in page.get("items", []):
-                obj.setdefault("apiVersion", self.resource.api_version)
-                obj.setdefault("kind", self.resource.kind)
+                self._adopt(obj)
                 fresh[key_of(obj)] = obj
             cont = page.get("metadata", {}).get("continue")
             if not cont:
@@ -188,7 +191,7 @@ class WatchCache:
             async with http.stream(self.api, path, params, read_timeout=self.watch_timeout + 30) as resp:
                 async for line in resp.aiter_lines():
                     if line:
-                        self._apply(json.loads(line))
+                        self._apply(orjson.loads(line))
         except http.ApiError as e:
             if e.code == 410:
                 raise Gone from e
@@ -206,8 +209,7 @@ class WatchCache:
         if kind == "BOOKMARK":
             self.resource_version = rv or self.resource_version
             return
-        obj.setdefault("apiVersion", self.resource.api_version)
-        obj.setdefault("kind", self.resource.kind)
+        self._adopt(obj)
         k = key_of(obj)
         written = self._written.get(k)
         # Forgotten once the watch reaches that version (or passes it: a later write, a deletion).
@@ -231,6 +233,14 @@ class WatchCache:
             return
         self.resource_version = rv or self.resource_version
         self._emit(kind, obj)
+
+    def _adopt(self, obj: dict[str, Any]) -> None:
+        """An object as the cache holds it: typed (lists and watches leave kind out) and lean."""
+        obj.setdefault("apiVersion", self.resource.api_version)
+        obj.setdefault("kind", self.resource.kind)
+        meta = obj.get("metadata")
+        if isinstance(meta, dict):
+            meta.pop("managedFields", None)
 
     def _emit(self, event: EventType, obj: dict[str, Any]) -> None:
         for handler in self._handlers:
