@@ -69,6 +69,10 @@ class WatchCache:
         self.resource_version: str | None = None
         self.relists = 0  # how often the server made us start over; tests and metrics read it
         self._store: dict[Key, dict[str, Any]] = {}
+        # Keys by the uid of each owner their ownerReferences name (a dict for a stable order): the
+        # controller asks for a runtime's children on every pass, and scanning the store for them
+        # made each pass cost as much as the cluster is large.
+        self._owned: dict[str, dict[Key, None]] = {}
         self._handlers: list[Handler] = []
         self._written: dict[Key, str] = {}  # versions our own writes made, until the watch brings them
 
@@ -81,6 +85,10 @@ class WatchCache:
         if namespace is None:
             return list(self._store.values())
         return [o for (ns, _), o in self._store.items() if ns == namespace]
+
+    def owned_by(self, uid: str) -> list[dict[str, Any]]:
+        """The objects with an ownerReference to ``uid``."""
+        return [self._store[k] for k in self._owned.get(uid, ())]
 
     def __len__(self) -> int:
         return len(self._store)
@@ -112,7 +120,7 @@ class WatchCache:
         if held is not None and not _newer(obj, held):
             return
         self._adopt(obj)
-        self._store[k] = obj
+        self._put(k, obj)
         rv = _rv(obj)
         if not announce and rv is not None:
             self._written[k] = rv
@@ -162,6 +170,9 @@ class WatchCache:
                 break
             params["continue"] = cont
         old, self._store = self._store, fresh
+        self._owned = {}
+        for k, obj in fresh.items():
+            self._index(k, obj)
         self._written.clear()
         self.resource_version = page["metadata"]["resourceVersion"]
         # What changed while we were not watching, as events, so consumers need no special case.
@@ -218,13 +229,13 @@ class WatchCache:
         ):
             del self._written[k]
         if kind == "DELETED":
-            self._store.pop(k, None)
+            self._drop(k)
         elif kind in ("ADDED", "MODIFIED"):
             held = self._store.get(k)
             # Older than the answer to our own write we hold (``observe``): keep the newer; handlers
             # still hear of the older change.
             if held is None or _newer(obj, held) or _rv(obj) == _rv(held):
-                self._store[k] = obj
+                self._put(k, obj)
             if rv is not None and rv == written:
                 self.resource_version = rv
                 return  # our own write: see ``observe``
@@ -233,6 +244,24 @@ class WatchCache:
             return
         self.resource_version = rv or self.resource_version
         self._emit(kind, obj)
+
+    def _put(self, k: Key, obj: dict[str, Any]) -> None:
+        self._drop(k)
+        self._store[k] = obj
+        self._index(k, obj)
+
+    def _drop(self, k: Key) -> None:
+        old = self._store.pop(k, None)
+        for uid in _owner_uids(old or {}):
+            keys = self._owned.get(uid)
+            if keys is not None:
+                keys.pop(k, None)
+                if not keys:
+                    del self._owned[uid]
+
+    def _index(self, k: Key, obj: dict[str, Any]) -> None:
+        for uid in _owner_uids(obj):
+            self._owned.setdefault(uid, {})[k] = None
 
     def _adopt(self, obj: dict[str, Any]) -> None:
         """An object as the cache holds it: typed (lists and watches leave kind out) and lean."""
@@ -248,6 +277,11 @@ class WatchCache:
                 handler(event, obj)
             except Exception:
                 log.exception("%s: handler failed on %s %s", self.resource, event, key_of(obj))
+
+
+def _owner_uids(obj: dict[str, Any]) -> set[str]:
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
+    return {ref["uid"] for ref in refs if isinstance(ref, dict) and ref.get("uid")}
 
 
 def _rv(obj: dict[str, Any]) -> str | None:
