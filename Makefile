@@ -13,7 +13,7 @@ help:
 	@echo "make up      start the local cluster (.dev/kubeconfig) with the CRDs and fluid-controller installed"
 	@echo "make down    stop everything 'make up' started and remove its state"
 	@echo "make test    lint + unit + e2e (own private cluster, or the one KUBECONFIG names)"
-	@echo "make bench   figures and ratios, printed side by side (SCALE=1: 2,000 datasets; ONLY=controller)"
+	@echo "make bench   figures and ratios, printed side by side (SCALE=1: 2,000 datasets; PAIRS=N; ONLY=controller)"
 	@echo "make lint    ruff + mypy + CRDs in step with the models"
 	@echo "make crds    regenerate manifests/crds from kubectl_fluid/api"
 	@echo "make krew    the plugin's krew archive in dist/, and plugins/fluid.yaml naming its sha256"
@@ -92,7 +92,7 @@ test: prereqs venv bins lint
 	$(call run_pytest,tests)
 
 bench: prereqs venv bins
-	$(BIN)/python -m tests.bench $(if $(SCALE),--scale) $(foreach b,$(ONLY),--only $(b))
+	$(BIN)/python -m tests.bench $(if $(SCALE),--scale) $(if $(PAIRS),--pairs $(PAIRS)) $(foreach b,$(ONLY),--only $(b))
 
 # A release of the plugin for krew: the archive (reproducible: the same tree, the same sha256) and the
 # manifest that describes it. Upload the archive where plugins/fluid.yaml's uri points.

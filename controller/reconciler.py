@@ -299,10 +299,11 @@ class Reconciler:
         namespace = rt_obj["metadata"]["namespace"]
         # Components the runtime no longer has (client disabled, a component gone from the class).
         for kind in ("StatefulSet", "Service", "DaemonSet", "ConfigMap"):
-            for actual in self.caches.for_kind(kind).items(namespace):
-                if (kind, actual["metadata"]["name"]) in wanted or not _owned_by(actual, uid):
+            for actual in self.caches.for_kind(kind).owned_by(uid):
+                meta = actual["metadata"]
+                if (kind, meta["name"]) in wanted or meta.get("namespace") != namespace:
                     continue
-                if any(ref.get("uid") != uid for ref in actual["metadata"].get("ownerReferences", [])):
+                if any(ref.get("uid") != uid for ref in meta.get("ownerReferences", [])):
                     workloads.append(self._release(actual, manager))  # others still use it
                 else:
                     workloads.append(self._delete(RESOURCE_OF_KIND[kind], actual))

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import kr8s.asyncio
+import orjson
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -78,7 +79,9 @@ async def request(
     body: Any = None,
     content_type: str = JSON,
 ) -> Any:
-    """One call; the decoded JSON answer. Raises ApiError on a non-2xx status."""
+    """One call; the decoded JSON answer (orjson: lists of hundreds of objects go into the watch
+    caches, and it parses them faster and shares their repeated keys). Raises ApiError on a non-2xx
+    status."""
     kwargs: dict[str, Any] = {}
     if params:
         kwargs["params"] = params
@@ -91,7 +94,7 @@ async def request(
     ) as response:
         if response.is_error:
             raise ApiError.from_response(response)
-        return response.json() if response.content else None
+        return orjson.loads(response.content) if response.content else None
 
 
 async def get(api: kr8s.asyncio.Api, path: str) -> dict[str, Any] | None:

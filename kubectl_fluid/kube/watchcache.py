@@ -6,17 +6,22 @@ kr8s's own ``watch`` ends when the server closes the stream and spins on ``410 G
 - re-lists when the server says the version is gone (410, as an HTTP status or an ERROR event), and
   reports what changed meanwhile as ordinary ADDED/MODIFIED/DELETED events;
 - reconnects after the server's routine close (``timeoutSeconds``) and after errors, with backoff.
+
+Objects are held without ``metadata.managedFields``, which no reader uses and which is a third to a
+half of a server-side-applied object in memory; they are parsed with orjson, which also shares the
+key strings every object repeats (a StatefulSet of the bench: 34 KiB as ``json`` parses it, 14 KiB
+lean through orjson).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Callable
 from typing import Any, Literal
 
 import kr8s.asyncio
+import orjson
 
 from kubectl_fluid.kube import http
 from kubectl_fluid.kube.backoff import Backoff
@@ -64,6 +69,10 @@ class WatchCache:
         self.resource_version: str | None = None
         self.relists = 0  # how often the server made us start over; tests and metrics read it
         self._store: dict[Key, dict[str, Any]] = {}
+        # Keys by the uid of each owner their ownerReferences name (a dict for a stable order): the
+        # controller asks for a runtime's children on every pass, and scanning the store for them
+        # made each pass cost as much as the cluster is large.
+        self._owned: dict[str, dict[Key, None]] = {}
         self._handlers: list[Handler] = []
         self._written: dict[Key, str] = {}  # versions our own writes made, until the watch brings them
 
@@ -76,6 +85,10 @@ class WatchCache:
         if namespace is None:
             return list(self._store.values())
         return [o for (ns, _), o in self._store.items() if ns == namespace]
+
+    def owned_by(self, uid: str) -> list[dict[str, Any]]:
+        """The objects with an ownerReference to ``uid``."""
+        return [self._store[k] for k in self._owned.get(uid, ())]
 
     def __len__(self) -> int:
         return len(self._store)
@@ -106,9 +119,8 @@ class WatchCache:
         held = self._store.get(k)
         if held is not None and not _newer(obj, held):
             return
-        obj.setdefault("apiVersion", self.resource.api_version)
-        obj.setdefault("kind", self.resource.kind)
-        self._store[k] = obj
+        self._adopt(obj)
+        self._put(k, obj)
         rv = _rv(obj)
         if not announce and rv is not None:
             self._written[k] = rv
@@ -151,14 +163,16 @@ class WatchCache:
                     raise Gone from e
                 raise
             for obj in page.get("items", []):
-                obj.setdefault("apiVersion", self.resource.api_version)
-                obj.setdefault("kind", self.resource.kind)
+                self._adopt(obj)
                 fresh[key_of(obj)] = obj
             cont = page.get("metadata", {}).get("continue")
             if not cont:
                 break
             params["continue"] = cont
         old, self._store = self._store, fresh
+        self._owned = {}
+        for k, obj in fresh.items():
+            self._index(k, obj)
         self._written.clear()
         self.resource_version = page["metadata"]["resourceVersion"]
         # What changed while we were not watching, as events, so consumers need no special case.
@@ -188,7 +202,7 @@ class WatchCache:
             async with http.stream(self.api, path, params, read_timeout=self.watch_timeout + 30) as resp:
                 async for line in resp.aiter_lines():
                     if line:
-                        self._apply(json.loads(line))
+                        self._apply(orjson.loads(line))
         except http.ApiError as e:
             if e.code == 410:
                 raise Gone from e
@@ -206,8 +220,7 @@ class WatchCache:
         if kind == "BOOKMARK":
             self.resource_version = rv or self.resource_version
             return
-        obj.setdefault("apiVersion", self.resource.api_version)
-        obj.setdefault("kind", self.resource.kind)
+        self._adopt(obj)
         k = key_of(obj)
         written = self._written.get(k)
         # Forgotten once the watch reaches that version (or passes it: a later write, a deletion).
@@ -216,13 +229,13 @@ class WatchCache:
         ):
             del self._written[k]
         if kind == "DELETED":
-            self._store.pop(k, None)
+            self._drop(k)
         elif kind in ("ADDED", "MODIFIED"):
             held = self._store.get(k)
             # Older than the answer to our own write we hold (``observe``): keep the newer; handlers
             # still hear of the older change.
             if held is None or _newer(obj, held) or _rv(obj) == _rv(held):
-                self._store[k] = obj
+                self._put(k, obj)
             if rv is not None and rv == written:
                 self.resource_version = rv
                 return  # our own write: see ``observe``
@@ -232,12 +245,43 @@ class WatchCache:
         self.resource_version = rv or self.resource_version
         self._emit(kind, obj)
 
+    def _put(self, k: Key, obj: dict[str, Any]) -> None:
+        self._drop(k)
+        self._store[k] = obj
+        self._index(k, obj)
+
+    def _drop(self, k: Key) -> None:
+        old = self._store.pop(k, None)
+        for uid in _owner_uids(old or {}):
+            keys = self._owned.get(uid)
+            if keys is not None:
+                keys.pop(k, None)
+                if not keys:
+                    del self._owned[uid]
+
+    def _index(self, k: Key, obj: dict[str, Any]) -> None:
+        for uid in _owner_uids(obj):
+            self._owned.setdefault(uid, {})[k] = None
+
+    def _adopt(self, obj: dict[str, Any]) -> None:
+        """An object as the cache holds it: typed (lists and watches leave kind out) and lean."""
+        obj.setdefault("apiVersion", self.resource.api_version)
+        obj.setdefault("kind", self.resource.kind)
+        meta = obj.get("metadata")
+        if isinstance(meta, dict):
+            meta.pop("managedFields", None)
+
     def _emit(self, event: EventType, obj: dict[str, Any]) -> None:
         for handler in self._handlers:
             try:
                 handler(event, obj)
             except Exception:
                 log.exception("%s: handler failed on %s %s", self.resource, event, key_of(obj))
+
+
+def _owner_uids(obj: dict[str, Any]) -> set[str]:
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or ()
+    return {ref["uid"] for ref in refs if isinstance(ref, dict) and ref.get("uid")}
 
 
 def _rv(obj: dict[str, Any]) -> str | None:
