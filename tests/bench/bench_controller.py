@@ -4,11 +4,11 @@ API writes over 30 s once the cluster is steady, the controller's RSS.
 
 Baseline, same run, same cluster, before the controller starts: the same pairs created by the same
 client, and every object the controller writes for them written directly, by the controller's
-ServiceAccount (``write_directly``), with the concurrency the controller uses: ``WORKERS`` pairs at
-a time and as many requests in flight (its ``--workers``), each pair's writes in the waves the controller sends them (the finalizer, the ConfigMap and
-Services; then the StatefulSets, the PV and its PVC; then both statuses), the same bodies by the
-same verbs. What remains between the two is the controller's own cost: watching, reading, deciding,
-and reacting to its own writes.
+ServiceAccount (``write_directly``), with the concurrency the controller uses: ``WORKERS`` pairs at a
+time and as many requests in flight (its ``--workers``), each pair's writes in the waves the
+controller sends them (the finalizer, the ConfigMap and Services; then the StatefulSets, the PV and
+its PVC; then both statuses), the same bodies by the same verbs. What remains between the two is the
+controller's own cost: watching, reading, deciding, and reacting to its own writes.
 
 Both windows are watched, not polled: the product's end is seen through watches of the namespace's
 Datasets and ConfigMaps (listing all of them every half second, as before, loaded the API server with
@@ -42,6 +42,7 @@ from kubectl_fluid.kube.client import connect
 from kubectl_fluid.kube.resources import CONFIGMAPS, PERSISTENT_VOLUMES, PODS, STATEFULSETS, Resource
 from kubectl_fluid.kube.watchcache import WatchCache
 from kubectl_fluid.runtimeconfig import build_runtime_config, render_json, render_sh
+from tests.bench import promtext, svg
 from tests.bench.report import Report, at_most, ratio_at_most
 from tests.e2e.fluid import (
     MANIFESTS,
@@ -163,10 +164,11 @@ async def write_directly(
     namespace: str,
     pairs: list[tuple[dict[str, Any], dict[str, Any]]],
     crc: CacheRuntimeClass,
-) -> float:
+) -> tuple[float, list[tuple[float, float]]]:
     """``api`` creates the pairs, as the user does; ``writer`` sends what the controller sends, with
     its credentials (its ServiceAccount token, its RBAC, its API priority level, not an exempt
-    system:masters certificate): the API server does the same work per request in both runs."""
+    system:masters certificate): the API server does the same work per request in both runs.
+    Seconds until every write was accepted, and when each pair's last one was."""
     planned = [pair_writes(ds, rt, crc, namespace) for ds, rt in pairs]
     uids: dict[str, asyncio.Future[str]] = {}
     t0 = time.monotonic()
@@ -203,9 +205,11 @@ async def write_directly(
             uid = await uids[pairs[i][0]["metadata"]["name"]]
             for wave in planned[i]:
                 await asyncio.gather(*(send(m, p, c, b.replace(UID, uid)) for m, p, c, b in wave))
+            done.append((time.monotonic() - t0, len(done) + 1))
 
+    done: list[tuple[float, float]] = []  # (seconds, pairs whose every write was accepted)
     await asyncio.gather(create(), *(worker() for _ in range(WORKERS)))
-    return time.monotonic() - t0
+    return time.monotonic() - t0, done
 
 
 async def remove_directly(
@@ -303,23 +307,8 @@ def steady_writes(controller: ControllerProcess) -> float:
 
 
 def histogram_quantile(text: str, name: str, q: float) -> float:
-    """Prometheus-style quantile from cumulative buckets (linear within a bucket)."""
-    buckets: list[tuple[float, float]] = []
-    for line in text.splitlines():
-        if line.startswith(f"{name}_bucket{{"):
-            le = line.split('le="', 1)[1].split('"', 1)[0]
-            buckets.append((float("inf") if le == "+Inf" else float(le), float(line.rsplit(" ", 1)[1])))
-    buckets.sort()
-    total = buckets[-1][1]
-    rank = q * total
-    lower_bound, lower_count = 0.0, 0.0
-    for bound, count in buckets:
-        if count >= rank:
-            if bound == float("inf"):
-                return lower_bound
-            return lower_bound + (bound - lower_bound) * (rank - lower_count) / max(count - lower_count, 1e-9)
-        lower_bound, lower_count = bound, count
-    return lower_bound
+    """The q-quantile of a histogram over all its series, 0 when it has seen nothing."""
+    return promtext.quantile(q, promtext.buckets(text, name, {})) or 0.0
 
 
 def rss_mb(pid: int, field: str = "VmRSS") -> float:
@@ -381,10 +370,11 @@ async def apply_pairs(
     ns: str,
     pairs: list[tuple[dict[str, Any], dict[str, Any]]],
     expected: dict[str, tuple[str, str]],
-) -> tuple[float, float, float]:
+) -> tuple[float, float, float, list[tuple[float, float]]]:
     """Seconds from the first pair created to every Dataset Bound with its ConfigMap correct, of which
-    creating them, and then until the cluster is steady. The end is seen through watches, opened
-    before the clock starts: no poll loads the API server in the product's window."""
+    creating them, and then until the cluster is steady; and the count converged every half second.
+    The end is seen through watches, opened before the clock starts: no poll loads the API server in
+    the product's window."""
     api = await connect(str(kubeconfig))
     datasets, configmaps = WatchCache(api, DATASETS, namespace=ns), WatchCache(api, CONFIGMAPS, namespace=ns)
     watches = [asyncio.create_task(c.run()) for c in (datasets, configmaps)]
@@ -393,9 +383,12 @@ async def apply_pairs(
         t0 = time.monotonic()
         await create_all(api, ns, inputs(pairs))
         applied = time.monotonic() - t0
-        while converged_count({"items": datasets.items()}, {"items": configmaps.items()}, expected) < len(
-            pairs
-        ):
+        samples: list[tuple[float, float]] = []
+        while True:
+            count = converged_count({"items": datasets.items()}, {"items": configmaps.items()}, expected)
+            samples.append((time.monotonic() - t0, count))
+            if count >= len(pairs):
+                break
             if time.monotonic() - t0 > 1800:
                 raise RuntimeError(f"{len(pairs)} pairs not converged after 1800 s")
             await asyncio.sleep(0.5)
@@ -409,7 +402,7 @@ async def apply_pairs(
         f"[bench] {len(pairs)} pairs converged in {converged:.1f} s ({pods} pods by then); "
         "waiting for a steady cluster"
     )
-    return converged, applied, await steady(api, ns)
+    return converged, applied, await steady(api, ns), samples
 
 
 def run(report: Report, kubeconfig: Path, workdir: Path, pairs_count: int = PAIRS) -> None:
@@ -432,14 +425,14 @@ def run(report: Report, kubeconfig: Path, workdir: Path, pairs_count: int = PAIR
 
     sa = service_account_kubeconfig(kubeconfig, core, workdir / "controller.kubeconfig")
 
-    async def baseline() -> tuple[float, int]:
+    async def baseline() -> tuple[float, list[tuple[float, float]], int]:
         api = await connect(str(kubeconfig))
-        seconds = await write_directly(api, await connect(str(sa)), base_ns, pairs, crc)
+        seconds, progress = await write_directly(api, await connect(str(sa)), base_ns, pairs, crc)
         pods = await count_pods(api, base_ns)
         await remove_directly(api, base_ns, pairs)
-        return seconds, pods
+        return seconds, progress, pods
 
-    base_seconds, base_pods = asyncio.run(baseline())
+    base_seconds, base_progress, base_pods = asyncio.run(baseline())
     print(
         f"[bench] baseline: {pairs_count} pairs and their children written directly in {base_seconds:.1f} s "
         f"({base_pods} pods by then)"
@@ -454,7 +447,18 @@ def run(report: Report, kubeconfig: Path, workdir: Path, pairs_count: int = PAIR
     try:
         controller.wait_ready(60)
 
-        converged, applying, settled = asyncio.run(apply_pairs(kubeconfig, ns, pairs, expected))
+        converged, applying, settled, progress = asyncio.run(apply_pairs(kubeconfig, ns, pairs, expected))
+        report.picture(
+            "controller-convergence.svg",
+            svg.timeline(
+                f"{pairs_count} Dataset/CacheRuntime pairs applied at once",
+                {
+                    "controller: Datasets Bound, ConfigMaps correct": progress,
+                    "baseline: every child and status written directly": base_progress,
+                },
+                "pairs",
+            ),
+        )
         report_converged(
             report, controller, Convergence(pairs_count, converged, applying, settled, base_seconds)
         )
