@@ -33,12 +33,14 @@ from webhook.tlsreload import CertReloader
 
 DNS = certs.service_dns_names(names.WEBHOOK_SERVICE, names.FLUID_NAMESPACE)
 IPS = ["127.0.0.1"]
+# Every certificate a test checks against NOW is issued at NOW: a module collected long before it runs
+# (the e2e suite runs first) would otherwise check certificates issued later than NOW + their backdate.
 NOW = datetime.now(UTC)
 
 
 @pytest.fixture(scope="module")
 def bundle() -> CertBundle:
-    return certs.generate(names.WEBHOOK_CA_NAME, DNS, IPS)
+    return certs.generate(names.WEBHOOK_CA_NAME, DNS, IPS, now=NOW)
 
 
 def load(pem: bytes) -> x509.Certificate:
@@ -100,14 +102,14 @@ def test_generated_certificates_carry_what_verifiers_look_for(bundle: CertBundle
 def test_a_certificate_needs_at_least_one_name() -> None:
     with pytest.raises(ValueError, match="at least one"):
         certs.generate("ca", [], [])
-    only_ip = certs.generate("ca", [], ["::1"])
+    only_ip = certs.generate("ca", [], ["::1"], now=NOW)
     assert certs.sans(only_ip.cert) == (set(), {ipaddress.ip_address("::1")})
     assert certs.problem(only_ip, [], ["0:0:0:0:0:0:0:1"], NOW) is None  # an address, however spelt
 
 
 def test_long_names_fit_the_common_name_limit() -> None:
     long_ns = "n" * 63
-    issued = certs.generate("c" * 80, certs.service_dns_names("fluid-webhook", long_ns), [])
+    issued = certs.generate("c" * 80, certs.service_dns_names("fluid-webhook", long_ns), [], now=NOW)
     assert certs.problem(issued, certs.service_dns_names("fluid-webhook", long_ns), [], NOW) is None
 
 
@@ -126,14 +128,14 @@ def test_needs_renewal_inside_the_margin_only(bundle: CertBundle) -> None:
 
 def test_a_short_lived_cert_is_not_due_the_moment_it_is_made() -> None:
     # Lifetime (3 days + the backdate) below the 30-day margin: renew in the last third instead.
-    short = certs.generate("ca", ["a"], [], days=3)
+    short = certs.generate("ca", ["a"], [], days=3, now=NOW)
     assert not certs.needs_renewal(short.cert, NOW)
     assert not certs.needs_renewal(short.cert, NOW + timedelta(days=1.9))
     assert certs.needs_renewal(short.cert, NOW + timedelta(days=2.1))
 
 
 def test_problem_names_what_is_wrong(bundle: CertBundle) -> None:
-    other = certs.generate("other", DNS, IPS)
+    other = certs.generate("other", DNS, IPS, now=NOW)
     cases: dict[str, CertBundle] = {
         "CA unreadable": CertBundle(b"junk", bundle.ca_key, bundle.cert, bundle.key),
         "CA key is not the EC key of the CA certificate": CertBundle(
@@ -175,7 +177,7 @@ def test_renew_replaces_a_ca_that_is_due_or_broken(bundle: CertBundle) -> None:
     assert load(late.ca_cert).subject.rfc4514_string() == "CN=fresh-ca"
     broken = CertBundle(b"junk", bundle.ca_key, bundle.cert, bundle.key)
     assert certs.renew(broken, "x", DNS, IPS).ca_cert != bundle.ca_cert
-    assert certs.problem(certs.renew(None, "x", DNS, IPS), DNS, IPS, NOW) is None
+    assert certs.problem(certs.renew(None, "x", DNS, IPS, now=NOW), DNS, IPS, NOW) is None
 
 
 # --------------------------------------------------------------------------- Secret and files
