@@ -100,6 +100,7 @@ def _chart(
     out.append(f'<text x="{LEFT + w / 2}" y="{HEIGHT - 12}" text-anchor="middle">{escape(x_label)}</text>')
     rotated = f"translate(16,{TOP + h / 2}) rotate(-90)"
     out.append(f'<text transform="{rotated}" text-anchor="middle">{escape(y_label)}</text>')
+    ly = TOP + 14  # each legend entry starts below the previous one's last wrapped line
     for i, (name, points) in enumerate(lines.items()):
         colour = COLOURS[i % len(COLOURS)]
         steps, last_y = [], 0.0
@@ -110,11 +111,12 @@ def _chart(
             out.append(
                 f'<polyline fill="none" stroke="{colour}" stroke-width="1.6" points="{" ".join(steps)}"/>'
             )
-        ly = TOP + 14 + i * 34
         out.append(f'<line x1="{LEFT + w + 12}" y1="{ly}" x2="{LEFT + w + 32}" y2="{ly}" stroke="{colour}" '
                    'stroke-width="3"/>')  # fmt: skip
-        for j, part in enumerate(_wrap(name, 24)):
+        parts = _wrap(name, 24)
+        for j, part in enumerate(parts):
             out.append(f'<text x="{LEFT + w + 38}" y="{ly + 4 + j * 14}">{escape(part)}</text>')
+        ly += 14 * len(parts) + 12
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
