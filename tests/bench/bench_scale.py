@@ -37,17 +37,15 @@ from kubectl_fluid.cli.podview import injected_datasets
 from tests.bench import promtext
 from tests.bench.bench_cli import BIN, median_ms, plugin_env
 from tests.bench.bench_controller import rss_mb
-from tests.bench.bench_webhook import ensure_namespaces, ready_datasets
+from tests.bench.bench_webhook import ensure_namespaces, product_processes, ready_datasets
 from tests.bench.report import Report, at_most
 from tests.e2e.fluid import (
     MANIFESTS,
-    ControllerProcess,
     WebhookProcess,
     install,
     kubectl,
     kubectl_binary,
     metric_sum,
-    service_account_kubeconfig,
 )
 from tests.e2e.wait import eventually
 
@@ -80,14 +78,7 @@ def run(report: Report, kubeconfig: Path, workdir: Path, size: Size = FULL) -> N
     plain_ns, injected_ns = f"scale-plain-{tag}", f"scale-injected-{tag}"
     ds_namespaces = [f"scale-ds-{tag}-{i}" for i in range(size.dataset_namespaces)]
     ensure_namespaces(core, [plain_ns, injected_ns])
-    controller = ControllerProcess(
-        service_account_kubeconfig(kubeconfig, core, workdir / "scale-c.kubeconfig"), workdir, "bench-scale"
-    )
-    webhook = WebhookProcess(
-        service_account_kubeconfig(kubeconfig, core, workdir / "scale-w.kubeconfig", account="fluid-webhook"),
-        kubeconfig,
-        workdir,
-    )
+    controller, webhook = product_processes(kubeconfig, core, workdir, "bench-scale")
     mounts: list[str] = []
     try:
         controller.start()

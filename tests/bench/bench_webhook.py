@@ -100,14 +100,7 @@ def run(report: Report, kubeconfig: Path, workdir: Path) -> None:
     bench_ns = f"bench-pods-{secrets.token_hex(3)}"
     ensure_namespaces(core, [ns, bench_ns])
 
-    controller = ControllerProcess(
-        service_account_kubeconfig(kubeconfig, core, workdir / "c.kubeconfig"), workdir, "bench-wh"
-    )
-    webhook = WebhookProcess(
-        service_account_kubeconfig(kubeconfig, core, workdir / "w.kubeconfig", account="fluid-webhook"),
-        kubeconfig,
-        workdir,
-    )
+    controller, webhook = product_processes(kubeconfig, core, workdir, "bench-wh")
     go: subprocess.Popen[bytes] | None = None
     try:
         controller.start()
@@ -152,6 +145,24 @@ def run(report: Report, kubeconfig: Path, workdir: Path) -> None:
         client.AdmissionregistrationV1Api(k8s).delete_mutating_webhook_configuration(webhook.config_name)
         controller.stop()
         core.delete_namespace(bench_ns)
+
+
+def product_processes(
+    kubeconfig: Path, core: client.CoreV1Api, workdir: Path, identity: str
+) -> tuple[ControllerProcess, WebhookProcess]:
+    """The controller and the webhook as local processes, each with its own ServiceAccount's
+    kubeconfig (written under ``workdir``, named after ``identity``), not yet started."""
+    controller = ControllerProcess(
+        service_account_kubeconfig(kubeconfig, core, workdir / f"{identity}-c.kubeconfig"), workdir, identity
+    )
+    webhook = WebhookProcess(
+        service_account_kubeconfig(
+            kubeconfig, core, workdir / f"{identity}-w.kubeconfig", account="fluid-webhook"
+        ),
+        kubeconfig,
+        workdir,
+    )
+    return controller, webhook
 
 
 Load = tuple[dict[str, float], dict[str, float], float]  # at 300 req/s, saturated, RSS
