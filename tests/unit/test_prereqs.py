@@ -38,10 +38,18 @@ def bin_dir() -> Iterator[Path]:
         'for p in "$@"; do case "$p" in -*|*Package*) ;; libibverbs1) ;; *) echo "$p ii ";; esac; done',
     )
     stub(d, "apt-get", f'echo "apt-get $*" >> {top}/apt.log')
+    # The script's `go env` with HOME here writes Go's telemetry under it, and a detached child it
+    # starts may still be writing while the directory is removed (a CI run failed so: "Directory not
+    # empty"). Telemetry off is Go's own switch, read from this file; with it, go writes nothing here.
+    telemetry = top / ".config" / "go" / "telemetry"
+    telemetry.mkdir(parents=True)
+    (telemetry / "mode").write_text("off\n")
     try:
         yield d
     finally:
+        left = sorted(str(f.relative_to(telemetry)) for f in telemetry.rglob("*"))
         shutil.rmtree(top)
+    assert left == ["mode"], f"go wrote telemetry under the test's HOME: {left}"
 
 
 def run(
