@@ -13,10 +13,10 @@ asked for.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -26,6 +26,7 @@ from kubectl_fluid.cli.settings import Settings
 CLIENTLESS = "Clientless"
 FUSE = "FUSE"
 Key = tuple[str, str]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -80,24 +81,32 @@ def mode_of(runtime: Mapping[str, Any] | None, configmap: Mapping[str, Any] | No
     return None
 
 
+def injected_by_dataset(pods: Iterable[Mapping[str, Any]]) -> dict[Key, list[str]]:
+    """The names of the pods that carry each (namespace, dataset)'s runtime config. Only these
+    names are kept of each pod: thousands of pods need not be held in memory at once."""
+    from kubectl_fluid.cli.podview import injected_datasets
+
+    injected: dict[Key, list[str]] = {}
+    for pod in pods:
+        ns, pod_name = _key(pod)
+        for dataset in injected_datasets(pod):
+            injected.setdefault((ns, dataset), []).append(pod_name)
+    return injected
+
+
 def summarize(
     datasets: Sequence[Mapping[str, Any]],
     runtimes: Sequence[Mapping[str, Any]] | None,
     configmaps: Sequence[Mapping[str, Any]] | None,
-    pods: Sequence[Mapping[str, Any]] | None,
+    injected: Mapping[Key, Sequence[str]] | None,
 ) -> list[Summary]:
-    """One summary per Dataset, sorted by namespace and name. ``None`` lists were unreadable."""
+    """One summary per Dataset, sorted by namespace and name. ``None`` were unreadable; ``injected``
+    is ``injected_by_dataset``'s."""
     from kubectl_fluid.api import names
     from kubectl_fluid.api.datasetrefs import configmap_problem
-    from kubectl_fluid.cli.podview import injected_datasets
 
     by_runtime = {_key(r): r for r in runtimes or ()}
     by_configmap = {_key(c): c for c in configmaps or ()}
-    injected: dict[Key, list[str]] = {}
-    for pod in pods or ():
-        ns, pod_name = _key(pod)
-        for dataset in injected_datasets(pod):
-            injected.setdefault((ns, dataset), []).append(pod_name)
     out = []
     for ds in datasets:
         ns, name = _key(ds)
@@ -113,7 +122,7 @@ def summarize(
                 phase=(ds.get("status") or {}).get("phase"),
                 config_ready=None if configmaps is None else problem is None,
                 config_problem=problem,
-                injected_pods=None if pods is None else sorted(injected.get((ns, name), [])),
+                injected_pods=None if injected is None else sorted(injected.get((ns, name), ())),
                 mount_points=[
                     str(m.get("mountPoint", "")) for m in (ds.get("spec") or {}).get("mounts") or ()
                 ],
@@ -173,25 +182,29 @@ def datasets(settings: Settings) -> None:
 
     session = settings.open()
     ns = None if settings.all_namespaces else session.namespace
-    with session.api:
-        items = session.api.list(resources.DATASETS.collection_path(ns))
+    api = session.api
+    with api:
+        items = api.list(resources.DATASETS.collection_path(ns))
         if not items and settings.output not in ("json", "yaml"):
             nothing_found(ns)
             return
-        runtimes = _optional(session.api, resources.CACHERUNTIMES.collection_path(ns), None, "CacheRuntimes")
+        runtimes_path = resources.CACHERUNTIMES.collection_path(ns)
+        runtimes = _optional(lambda: api.list(runtimes_path), runtimes_path, "CacheRuntimes")
+        configmaps_path = resources.CONFIGMAPS.collection_path(ns)
+        managed = {"labelSelector": f"{names.LABEL_APP_MANAGED_BY}={names.MANAGED_BY}"}
         configmaps = _optional(
-            session.api,
-            resources.CONFIGMAPS.collection_path(ns),
-            {"labelSelector": f"{names.LABEL_APP_MANAGED_BY}={names.MANAGED_BY}"},
-            "runtime config ConfigMaps",
+            lambda: api.list(configmaps_path, managed), configmaps_path, "runtime config ConfigMaps"
         )
-        pods = _optional(
-            session.api,
-            resources.PODS.collection_path(ns),
-            {"labelSelector": f"{names.LABEL_INJECT_DONE}={names.TRUE}"},
+        # Injected pods can be thousands (the rest of the command reads hundreds of small objects):
+        # read in pages, each decoded while the server prepares the next, keeping only names.
+        pods_path = resources.PODS.collection_path(ns)
+        done = {"labelSelector": f"{names.LABEL_INJECT_DONE}={names.TRUE}"}
+        injected = _optional(
+            lambda: injected_by_dataset(pod for page in api.pages(pods_path, done) for pod in page),
+            pods_path,
             "injected pods",
         )
-    summaries = summarize(items, runtimes, configmaps, pods)
+    summaries = summarize(items, runtimes, configmaps, injected)
     output = settings.output
     if output in ("json", "yaml"):
         write(dump(as_list([s.to_json() for s in summaries]), output))
@@ -204,17 +217,16 @@ def datasets(settings: Settings) -> None:
         write(render(headers(settings.all_namespaces, wide), table, settings.no_headers))
 
 
-def _optional(api: Any, path: str, params: dict[str, str] | None, what: str) -> list[dict[str, Any]] | None:
+def _optional(read: Callable[[], T], path: str, what: str) -> T | None:
     from kubectl_fluid.cli.errors import request_scope
     from kubectl_fluid.cli.output import warn
     from kubectl_fluid.kube.errors import ApiError
 
     try:
-        items: list[dict[str, Any]] = api.list(path, params)
+        return read()
     except ApiError as e:
         if e.code not in (403, 404):
             raise
         verb, resource, _ = request_scope("GET", path)
         warn(f"cannot {verb} {resource} ({e.reason or e.code}): columns from {what} show <unknown>")
         return None
-    return items

@@ -62,13 +62,25 @@ class Connection:
         headers: Sequence[tuple[str, str]],
         payload: bytes | None,
     ) -> Response:
+        self.send(method, target, host, headers, payload)
+        return self.receive(method)
+
+    def send(
+        self,
+        method: str,
+        target: str,
+        host: str,
+        headers: Sequence[tuple[str, str]],
+        payload: bytes | None,
+    ) -> None:
+        """The request alone: its answer is read by ``receive``, so a caller can do other work while
+        the server prepares it (the next page of a list while this one is decoded)."""
         # Header by header: impersonation repeats Impersonate-Group, which a dict cannot hold.
         lines = [f"{method} {target} HTTP/1.1", f"Host: {host}", "Accept-Encoding: identity"]
         lines += [f"{name}: {value}" for name, value in headers]
         if payload is not None:
             lines.append(f"Content-Length: {len(payload)}")
         self._sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (payload or b""))
-        return self._response(method)
 
     def close(self) -> None:
         self._in.close()
@@ -81,7 +93,8 @@ class Connection:
             raise BadResponse("the server sent a line longer than 64 KiB")
         return line
 
-    def _response(self, method: str) -> Response:
+    def receive(self, method: str) -> Response:
+        """The answer to the request ``send`` wrote (``method`` decides whether it has a body)."""
         while True:
             status_line = self._line()
             if not status_line:

@@ -16,7 +16,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     import ssl
 
 JSON = "application/json"
+CHUNK_SIZE = 500  # kubectl's --chunk-size
+# A list's metadata (resourceVersion, a continue token of a few hundred bytes) comes first.
+HEAD_BYTES = 4096
 MERGE_PATCH = "application/merge-patch+json"
 USER_AGENT = f"kubectl-fluid/{__version__}"
 
@@ -65,27 +68,21 @@ class Api:
         content_type: str = JSON,
     ) -> Any:
         """The decoded JSON answer; raises ApiError on a non-2xx status, Unreachable without one."""
-        target = self._prefix + path + (f"?{urlencode(params)}" if params else "")
-        absolute = dial.absolute_form(self._proxy, self._https)
-        if absolute:
-            # A plain-HTTP request through a proxy names the whole URL (RFC 9112 absolute-form).
-            target = f"http://{self._host}:{self._port}{target}"
         payload = None if body is None else json.dumps(body).encode()
-        headers = [("Accept", JSON), ("User-Agent", USER_AGENT)]
-        if payload is not None:
-            headers.append(("Content-Type", content_type))
-        if absolute and self._proxy is not None and self._proxy.userinfo:
-            headers.append(("Proxy-Authorization", _basic(self._proxy.userinfo)))
-        auth = self._authorization()
-        if auth:
-            headers.append(("Authorization", auth))
-        headers += self.access.credentials.impersonate.headers()
+        data = self._call(method, path, params, payload, content_type)
+        return decode(data) if data else None
+
+    def _call(
+        self, method: str, path: str, params: dict[str, str] | None, payload: bytes | None, content_type: str
+    ) -> bytes:
+        target, headers = self._head(method, path, params, payload is not None, content_type)
         # A kept-alive connection the server closed meanwhile fails on first use; a GET is safe to send
         # again, anything else is not (it may have been applied).
         attempts = 2 if method == "GET" and self._conn is not None else 1
         for attempt in range(attempts):
             try:
-                status, data = self._roundtrip(method, target, payload, headers)
+                self._send(method, target, payload, headers)
+                status, data = self._receive(method)
                 break
             except (BrokenPipeError, ConnectionResetError) as e:  # http11.Disconnected among them
                 self.close()
@@ -96,7 +93,27 @@ class Api:
                 raise Unreachable(self.access.server, _reason(e)) from None
         if status >= 400:
             raise _api_error(status, data, method, path)
-        return json.loads(data) if data else None
+        return data
+
+    def _head(
+        self, method: str, path: str, params: dict[str, str] | None, has_body: bool, content_type: str = JSON
+    ) -> tuple[str, list[tuple[str, str]]]:
+        """The request target and headers."""
+        target = self._prefix + path + (f"?{urlencode(params)}" if params else "")
+        absolute = dial.absolute_form(self._proxy, self._https)
+        if absolute:
+            # A plain-HTTP request through a proxy names the whole URL (RFC 9112 absolute-form).
+            target = f"http://{self._host}:{self._port}{target}"
+        headers = [("Accept", JSON), ("User-Agent", USER_AGENT)]
+        if has_body:
+            headers.append(("Content-Type", content_type))
+        if absolute and self._proxy is not None and self._proxy.userinfo:
+            headers.append(("Proxy-Authorization", _basic(self._proxy.userinfo)))
+        auth = self._authorization()
+        if auth:
+            headers.append(("Authorization", auth))
+        headers += self.access.credentials.impersonate.headers()
+        return target, headers
 
     def get(self, path: str, params: dict[str, str] | None = None) -> dict[str, Any] | None:
         """The object at ``path``, or None when it does not exist (a missing *kind* still raises)."""
@@ -107,6 +124,50 @@ class Api:
                 return None
             raise
         return found
+
+    def pages(
+        self, path: str, params: dict[str, str] | None = None, *, limit: int = CHUNK_SIZE
+    ) -> Generator[list[dict[str, Any]], None, None]:
+        """A list's items, ``limit`` at a time, as kubectl reads lists (``--chunk-size``, 500), for
+        collections of thousands: each page's request for the next goes out before the page is
+        decoded, so the server prepares page N+1 while this process decodes and uses page N (the
+        continue token is read from the answer's head, before its items). An expired continue token
+        (410) raises as kubectl's does: the pages already given cannot be taken back."""
+        query = {**(params or {}), "limit": str(limit)}
+        data = self._call("GET", path, query, None, JSON)
+        pending = False
+        try:
+            while True:
+                token = continue_token(data)
+                if token:
+                    target, headers = self._head("GET", path, {**query, "continue": token}, False)
+                    try:
+                        self._send("GET", target, None, headers)
+                    except OSError as e:
+                        self.close()
+                        raise Unreachable(self.access.server, _reason(e)) from None
+                    pending = True
+                page = decode(data) if data else {}
+                yield page.get("items") or []
+                if not pending:
+                    # A head of another shape: the token, if any, is in the decoded page.
+                    later = (page.get("metadata") or {}).get("continue")
+                    if not later:
+                        return
+                    data = self._call("GET", path, {**query, "continue": str(later)}, None, JSON)
+                    continue
+                try:
+                    status, data = self._receive("GET")
+                except OSError as e:
+                    self.close()
+                    raise Unreachable(self.access.server, _reason(e)) from None
+                pending = False
+                if status >= 400:
+                    raise _api_error(status, data, "GET", path)
+        finally:
+            if pending:
+                # Its answer unread, the connection cannot carry another request.
+                self.close()
 
     def list(self, path: str, params: dict[str, str] | None = None) -> list[dict[str, Any]]:
         listed = self.request("GET", path, params=params) or {}
@@ -125,13 +186,17 @@ class Api:
         self.close()
 
     # -- connection --------------------------------------------------------------------------------
-    def _roundtrip(
+    def _send(
         self, method: str, target: str, payload: bytes | None, headers: Sequence[tuple[str, str]]
-    ) -> tuple[int, bytes]:
+    ) -> None:
         # A request in absolute form names its host in the URL, and Host repeats it.
         absolute = target.startswith("http://")
         host = urlsplit(target).netloc if absolute else http11.host_header(self._host, self._port)
-        response = self._connection().exchange(method, target, host, headers, payload)
+        self._connection().send(method, target, host, headers, payload)
+
+    def _receive(self, method: str) -> tuple[int, bytes]:
+        assert self._conn is not None, "a request is sent before its answer is read"
+        response = self._conn.receive(method)
         for warning in response.values("Warning"):
             # The API server's warnings (deprecations, admission warnings) reach the operator as kubectl
             # relays them: ``Warning: <text>`` on stderr.
@@ -282,6 +347,41 @@ def run_exec_plugin(
         cert_data=cert.encode() if cert else None,
         key_data=key.encode() if key else None,
     )
+
+
+def continue_token(data: bytes) -> str | None:
+    """``metadata.continue`` of a list's answer, read from its head without decoding its items: the
+    API server writes kind, apiVersion and metadata before items. None when there is none or the head
+    is of another shape (the decoded page then says)."""
+    at = data.find(b'"items":', 0, HEAD_BYTES)
+    if at < 0:
+        return None
+    try:
+        head = json.loads(data[:at] + b'"items":[]}')
+    except ValueError:
+        return None
+    token = (head.get("metadata") or {}).get("continue") if isinstance(head, dict) else None
+    return token if isinstance(token, str) and token else None
+
+
+def decode(data: bytes) -> Any:
+    """An answer's JSON, with CPython's cycle collector paused. A list of thousands of objects is
+    millions of dicts and lists, and the collector, triggered by allocation counts, rescans all of them
+    each time it reaches an older generation: 10,000 injected pods (47 MB) decoded in 1.5-2.0 s with it,
+    0.5 s without. Decoded JSON holds no cycles; what was decoded is then frozen (moved out of the
+    collector's generations, freed by reference counting as always), else the first collections after
+    it pay the same scans (1.2 s measured). This client serves the plugin, a short-lived process."""
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        decoded = json.loads(data)
+    finally:
+        if enabled:
+            gc.enable()
+    gc.freeze()
+    return decoded
 
 
 def _basic(userinfo: str) -> str:

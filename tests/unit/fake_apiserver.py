@@ -1,6 +1,6 @@
 """A stand-in API server for the plugin's client tests: HTTPS on loopback with its own CA, a client
-certificate it verifies, canned replies by path, and a record of each request (method, path,
-Authorization, every header, body, the client certificate's name)."""
+certificate it verifies, canned replies by path (or by path and query), and a record of each request
+(method, path, Authorization, every header, body, the client certificate's name)."""
 
 from __future__ import annotations
 
@@ -105,7 +105,8 @@ def running_server(tmp_path: Path) -> Iterator[Server]:
                     "headers": list(self.headers.items()),
                 }
             )
-            status, reply, headers = state.replies.get(
+            # A reply for the path with its query (a list's pages) before one for the path alone.
+            status, reply, headers = state.replies.get(self.path) or state.replies.get(
                 self.path.split("?")[0],
                 (
                     404,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -37,6 +38,9 @@ class FakeApi:
     def get(self, path: str, params: Any = None) -> dict[str, Any] | None:
         self._check("GET", path)
         return copy.deepcopy(self.objects.get(path))
+
+    def pages(self, path: str, params: Any = None) -> Iterator[list[dict[str, Any]]]:
+        yield self.list(path, params)  # as the real one: nothing is asked before the first page is wanted
 
     def list(self, path: str, params: Any = None) -> list[dict[str, Any]]:
         self._check("LIST", path)

@@ -142,7 +142,9 @@ def test_summaries_join_the_four_lists_by_namespace_and_name() -> None:
         [dataset("ds1"), dataset("ds2", phase=None), dataset("ds1", ns="b")],
         [runtime("ds1"), runtime("ds1", ns="b", disabled=False)],
         [configmap("ds1"), configmap("ds1", ns="b", sh=False)],
-        [pod("p1", ["ds1"]), pod("p2", ["ds1", "ds2"]), pod("p3", ["ds1"], ns="b")],
+        ds_view.injected_by_dataset(
+            iter([pod("p1", ["ds1"]), pod("p2", ["ds1", "ds2"]), pod("p3", ["ds1"], ns="b")])
+        ),
     )
     rows = [ds_view.row(s, NOW, all_namespaces=True, wide=False) for s in summaries]
     assert rows == [

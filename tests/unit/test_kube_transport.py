@@ -3,17 +3,23 @@ a client certificate given inline, bearer tokens, keep-alive, errors, warnings, 
 
 from __future__ import annotations
 
+import gc
 import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kubectl_fluid.kube.errors import ApiError, ClientError, Unreachable
 from kubectl_fluid.kube.kubeconfig import Access, Credentials
-from kubectl_fluid.kube.transport import Api, warning_text
+from kubectl_fluid.kube.transport import Api, continue_token, decode, warning_text
 from tests.connectproxy import ConnectProxy, connect_proxy_running
+from tests.e2e.wait import eventually
 from tests.unit.fake_apiserver import Server, access, cert, pem
 
 
@@ -239,3 +245,137 @@ def test_a_proxy_of_an_unknown_scheme_is_refused_in_one_line(server: Server) -> 
         ClientError, match=r"socks4:// proxy, which neither kubectl nor kubectl fluid can use"
     ):
         Api(socks, env={})
+
+
+@pytest.fixture
+def unfrozen() -> Iterator[None]:
+    yield
+    gc.unfreeze()
+
+
+@pytest.mark.usefixtures("unfrozen")
+def test_a_list_is_decoded_with_the_collector_paused_and_left_frozen(server: Server) -> None:
+    pods = [{"metadata": {"name": f"p{i}", "labels": {"a": "b"}}, "spec": {"volumes": [{"name": "v"}]}}
+            for i in range(2000)]  # fmt: skip
+    server.replies["/api/v1/pods"] = (200, {"kind": "PodList", "items": pods}, {})
+    collections: list[int] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    gc.unfreeze()
+    gc.callbacks.append(count)
+    try:
+        with Api(access(server)) as api:
+            frozen_before = gc.get_freeze_count()
+            assert api.list("/api/v1/pods") == pods
+            frozen = gc.get_freeze_count() - frozen_before
+    finally:
+        gc.callbacks.remove(count)
+    assert gc.isenabled()
+    # 2,000 pods are 12,000 containers: with the collector running, dozens of collections.
+    assert collections == [], collections
+    assert frozen >= 6 * len(pods), frozen
+
+
+@pytest.mark.usefixtures("unfrozen")
+def test_decoding_leaves_a_paused_collector_paused() -> None:
+    gc.disable()
+    try:
+        assert decode(b'{"a": [1, {"b": null}]}') == {"a": [1, {"b": None}]}
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+@pytest.mark.usefixtures("unfrozen")
+def test_an_answer_that_is_not_json_still_raises_and_the_collector_runs_again() -> None:
+    with pytest.raises(ValueError, match="property name"):
+        decode(b"{not json")
+    assert gc.isenabled()
+
+
+def page_replies(server: Server, pages: list[list[dict[str, Any]]], *, items_first: bool = False) -> None:
+    """The pods' list in pages of 2 (the API server's shape: metadata before items, unless told)."""
+    for n, items in enumerate(pages):
+        query = {"labelSelector": "a=b", "limit": "2", **({"continue": f"t{n}"} if n else {})}
+        meta = {"resourceVersion": "7", **({"continue": f"t{n + 1}"} if n + 1 < len(pages) else {})}
+        body = (
+            {"items": items, "metadata": meta}
+            if items_first
+            else {"kind": "PodList", "metadata": meta, "items": items}
+        )
+        server.replies[f"/api/v1/pods?{urlencode(query)}"] = (200, body, {})
+
+
+def pod_named(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name}}
+
+
+@pytest.mark.usefixtures("unfrozen")
+@pytest.mark.parametrize("items_first", [False, True])
+def test_pages_follow_continue_tokens_to_the_end(server: Server, items_first: bool) -> None:
+    pages = [[pod_named("a"), pod_named("b")], [pod_named("c"), pod_named("d")], [pod_named("e")]]
+    page_replies(server, pages, items_first=items_first)
+    with Api(access(server)) as api:
+        assert list(api.pages("/api/v1/pods", {"labelSelector": "a=b"}, limit=2)) == pages
+        # The same connection goes on serving requests afterwards.
+        assert list(api.pages("/api/v1/pods", {"labelSelector": "a=b"}, limit=2)) == pages
+    assert [r["path"].partition("continue=")[2] for r in server.requests] == ["", "t1", "t2"] * 2
+    assert len(server.connections) == 1
+
+
+@pytest.mark.usefixtures("unfrozen")
+def test_the_next_page_is_asked_for_before_this_one_is_used(server: Server) -> None:
+    page_replies(server, [[pod_named("a"), pod_named("b")], [pod_named("c")]])
+    with Api(access(server)) as api:
+        pages = api.pages("/api/v1/pods", {"labelSelector": "a=b"}, limit=2)
+        assert next(pages) == [pod_named("a"), pod_named("b")]
+        eventually(
+            lambda: len(server.requests) == 2, "the second page's request, sent before it is wanted", 5
+        )
+        assert next(pages) == [pod_named("c")]
+        assert next(pages, None) is None
+
+
+@pytest.mark.usefixtures("unfrozen")
+def test_pages_left_unread_close_the_connection_and_the_next_request_opens_one(server: Server) -> None:
+    page_replies(server, [[pod_named("a"), pod_named("b")], [pod_named("c")]])
+    server.replies["/x"] = (200, {"n": 1}, {})
+    with Api(access(server)) as api:
+        pages = api.pages("/api/v1/pods", {"labelSelector": "a=b"}, limit=2)
+        next(pages)
+        pages.close()  # the second page's answer is never read
+        assert api.request("GET", "/x") == {"n": 1}
+    assert len(server.connections) == 2
+
+
+@pytest.mark.usefixtures("unfrozen")
+def test_an_expired_continue_token_raises_as_kubectls_does(server: Server) -> None:
+    page_replies(server, [[pod_named("a"), pod_named("b")], [pod_named("c")]])
+    expired = {"kind": "Status", "reason": "Expired", "message": "The provided continue parameter is too old"}
+    server.replies["/api/v1/pods?" + urlencode({"labelSelector": "a=b", "limit": "2", "continue": "t1"})] = (
+        410, expired, {},
+    )  # fmt: skip
+    with Api(access(server)) as api:
+        pages = api.pages("/api/v1/pods", {"labelSelector": "a=b"}, limit=2)
+        assert next(pages) == [pod_named("a"), pod_named("b")]
+        with pytest.raises(ApiError) as raised:
+            next(pages)
+    assert raised.value.code == 410
+    assert "too old" in str(raised.value)
+
+
+tokens = st.text(st.characters(codec="utf-8"), max_size=40)
+
+
+@given(token=tokens, rv=tokens, items=st.lists(st.dictionaries(tokens, tokens, max_size=3), max_size=3))
+def test_the_continue_token_is_read_from_the_head_as_the_whole_answer_says(
+    token: str, rv: str, items: list[dict[str, str]]
+) -> None:
+    meta = {"resourceVersion": rv, **({"continue": token} if token else {})}
+    body = json.dumps({"kind": "List", "apiVersion": "v1", "metadata": meta, "items": items}).encode()
+    assert continue_token(body) == (token or None)
+    # Another shape reads as "not known from the head"; the decoded page then says.
+    assert continue_token(json.dumps({"items": items, "metadata": meta}).encode()) is None
