@@ -71,6 +71,7 @@ lint: venv
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/python -m kubectl_fluid.api.crdgen --check
+	$(BIN)/python -m kubectl_fluid.cli.entry --check
 
 # Regenerate manifests/crds from the models in kubectl_fluid/api.
 crds: venv

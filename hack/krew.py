@@ -43,7 +43,7 @@ VENDORED = {"click": ("click",), "PyYAML": ("yaml",), "tabulate": ("tabulate",)}
 # Imported by those only when present (libyaml's C binding, tabulate's wide-character widths): left out,
 # they fall back to pure Python.
 OPTIONAL = {"_yaml", "wcwidth"}
-ENTRY_MODULES = ("kubectl_fluid.cli.main", "kubectl_fluid.cli.complete")
+ENTRY_MODULES = ("kubectl_fluid.cli.entry", "kubectl_fluid.cli.complete")
 MTIME = 315532800  # 1980-01-01, the zip epoch: any fixed time makes the archive reproducible
 
 LAUNCHER = '''#!/usr/bin/env python3
@@ -124,7 +124,7 @@ def plugin_modules() -> dict[str, Path]:
 def _files() -> Iterator[tuple[str, bytes, int]]:
     """(path in the archive, content, mode), in a fixed order."""
     for script, module, doc in (
-        ("kubectl-fluid", "kubectl_fluid.cli.main", "kubectl fluid, as krew installs it."),
+        ("kubectl-fluid", "kubectl_fluid.cli.entry", "kubectl fluid, as krew installs it."),
         ("kubectl_complete-fluid", "kubectl_fluid.cli.complete", "Shell completion of kubectl fluid."),
     ):
         yield script, LAUNCHER.format(doc=doc, module=module).encode(), 0o755

@@ -52,6 +52,8 @@ def test_the_archive_holds_what_the_manifest_names(archive: Path) -> None:
 def test_the_archive_carries_the_plugin_and_no_server_code(archive: Path) -> None:
     modules = {n for n in members(archive) if n.startswith("lib/kubectl_fluid/") and n.endswith(".py")}
     assert "lib/kubectl_fluid/cli/main.py" in modules
+    # The executable's first module and the help it prints without click.
+    assert {"lib/kubectl_fluid/cli/entry.py", "lib/kubectl_fluid/cli/roothelp.py"} <= modules
     assert "lib/kubectl_fluid/cli/version.py" in modules
     tops = {n.split("/")[1] for n in members(archive) if n.startswith("lib/") and n.count("/") > 1}
     assert tops == {"kubectl_fluid", "click", "yaml", "tabulate"}
@@ -125,7 +127,7 @@ def test_krews_validator_accepts_the_committed_manifest() -> None:
 
 def test_the_launcher_refuses_an_old_python_in_one_line(tmp_path: Path) -> None:
     # This Python stands in for an old one: the launcher is made to want a newer one.
-    source = krew.LAUNCHER.format(doc="d", module="kubectl_fluid.cli.main")
+    source = krew.LAUNCHER.format(doc="d", module="kubectl_fluid.cli.entry")
     assert "sys.version_info < (3, 11)" in source
     launcher = tmp_path / "kubectl-fluid"
     launcher.write_text(source.replace("(3, 11)", "(99, 0)"))
