@@ -105,6 +105,7 @@ MS_NOSUID = 2
 MS_NODEV = 4
 MS_REMOUNT = 32
 MS_BIND = 4096
+MS_PRIVATE = 1 << 18
 MNT_DETACH = 2
 # statvfs's ST_* flags have the values of mount(2)'s MS_* ones.
 KEPT_FLAGS = os.ST_NOSUID | os.ST_NODEV | os.ST_NOEXEC | os.ST_NOATIME | os.ST_NODIRATIME | os.ST_RELATIME
@@ -131,6 +132,11 @@ def bind(source: str | os.PathLike[str], target: str | os.PathLike[str], readonl
         except MountError:
             unmount(target)
             raise
+
+
+def make_private(target: str | os.PathLike[str]) -> None:
+    """The mount at ``target`` leaves its peer group and sends and receives no mount events."""
+    _check(_libc.mount(None, os.fsencode(target), None, MS_PRIVATE, None), f"mount --make-private {target}")
 
 
 def unmount(target: str | os.PathLike[str], lazy: bool = False) -> None:

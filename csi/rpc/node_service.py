@@ -233,6 +233,12 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             _clear(volume.staging_path)
             Path(volume.staging_path).mkdir(parents=True, exist_ok=True)
             mounts.bind(beneath.fd_path(fd), volume.staging_path)
+            # A bind of a private mount onto a shared one (kubelet's dir) starts a peer group of its
+            # own, with its copies in other mount namespaces (the host's, a container's). Bound from
+            # a staging bind that is a peer of the FUSE mount, every target of the key would be one
+            # group: a re-bind after a FUSE restart, made on one pod's target, would travel to every
+            # other pod's, and unmounting any of them would take it from all.
+            mounts.make_private(volume.staging_path)
             return True
         finally:
             os.close(fd)

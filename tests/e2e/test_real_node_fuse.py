@@ -264,6 +264,9 @@ def test_deleting_the_pods_drops_the_refcount_then_stops_the_fuse_leaving_nothin
     kubectl(bed.kc, "-n", APPS, "delete", "pod", "reader")
     eventually(lambda: refs(bed) == 1, "kubectl fluid mounts: REFS 1 after one pod deleted", timeout=90)
     assert fuse_pods(bed), "the FUSE pod went while a volume is still staged"
+    # The FUSE was replaced under both pods (the test before): the reader's unpublish must leave the
+    # writer's new bind alone, on the node and in the writer's container.
+    assert sh(bed, "writer", "cat /data/hello").strip() == "written-by-writer"
     kubectl(bed.kc, "-n", APPS, "delete", "pod", "writer")
     eventually(lambda: not fuse_pods(bed), "the FUSE pod deleted once no volume is staged", timeout=90)
     eventually(lambda: not key_mounts(bed), "nothing of the mount key mounted, host or node", timeout=60)

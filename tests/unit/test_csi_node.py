@@ -189,7 +189,8 @@ def driver(tmp_path: Path) -> Iterator[Driver]:
 
 
 def leftovers(d: Driver) -> list[str]:
-    return [m.mount_point for m in mounts.mount_table() if m.mount_point.startswith(str(d.root))]
+    """Mounts beneath the driver's tree (the tree itself may be a mount: see shared_root)."""
+    return [m.mount_point for m in mounts.mount_table() if m.mount_point.startswith(f"{d.root}/")]
 
 
 def test_volumes_on_one_key_share_one_fuse_and_unstaging_all_stops_it(driver: Driver) -> None:
@@ -289,6 +290,51 @@ def shared_root(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-R", "-l", str(root)], check=False)
 
 
+class Container:
+    """A running container's view of a target: runc binds the volume at the container's own path, in
+    the container's own mount namespace, a slave copy (HostToContainer propagation)."""
+
+    def __init__(self, target: str, view: Path) -> None:
+        view.mkdir()
+        self.view = view
+        script = f"mount --bind {target} {view} && mount --make-rslave {view} && exec sleep 600"
+        self.proc = subprocess.Popen(
+            ["unshare", "--mount", "--propagation", "slave", "sh", "-c", script], start_new_session=True
+        )
+        deadline = time.monotonic() + 10
+        while self.read() is None or self.read().startswith("cat:"):  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, self.read()
+            time.sleep(0.05)
+
+    def read(self) -> str | None:
+        run = subprocess.run(
+            ["nsenter", f"--mount=/proc/{self.proc.pid}/ns/mnt", "cat", f"{self.view}/data"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        return run.stdout if run.returncode == 0 else run.stderr
+
+    def reads_within(self, expected: str, seconds: float) -> str | None:
+        deadline = time.monotonic() + seconds
+        seen = self.read()
+        while seen != expected and time.monotonic() < deadline:
+            time.sleep(0.2)
+            seen = self.read()
+        return seen
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def kill_fuse_and_wait_for_its_successor(driver: Driver, target: str) -> None:
+    (fuse,) = driver.fuse_pids()
+    os.kill(fuse, signal.SIGKILL)
+    deadline = time.monotonic() + 15
+    while not (driver.fuse_pids() not in ([], [fuse]) and _reads(target) == "kept"):
+        assert time.monotonic() < deadline, leftovers(driver)
+        time.sleep(0.1)
+
+
 def test_a_running_containers_copy_of_a_target_sees_the_restarted_fuse(shared_root: Path) -> None:
     # A container's volume with HostToContainer propagation is a slave copy of the target in a mount
     # namespace of its own. Re-binding by unmounting the target first left that copy on the dead FUSE
@@ -300,41 +346,52 @@ def test_a_running_containers_copy_of_a_target_sees_the_restarted_fuse(shared_ro
         staging = driver.stage(volume)
         driver.publish(volume, staging, target)
         Path(target, "data").write_text("kept")
-        # runc binds the volume at the container's own path, in the container's mount namespace.
-        view = shared_root.parent / "container-data"
-        view.mkdir()
-        script = f"mount --bind {target} {view} && mount --make-rslave {view} && exec sleep 600"
-        container = subprocess.Popen(
-            ["unshare", "--mount", "--propagation", "slave", "sh", "-c", script], start_new_session=True
-        )
+        container = Container(target, shared_root.parent / "container-data")
         try:
-            time.sleep(0.5)
-
-            def read_in_container() -> str:
-                run = subprocess.run(
-                    ["nsenter", f"--mount=/proc/{container.pid}/ns/mnt", "cat", f"{view}/data"],
-                    capture_output=True, text=True, check=False,
-                )  # fmt: skip
-                return run.stdout if run.returncode == 0 else run.stderr
-
-            assert read_in_container() == "kept"
-            (fuse,) = driver.fuse_pids()
-            os.kill(fuse, signal.SIGKILL)
-            deadline = time.monotonic() + 15
-            while not (driver.fuse_pids() not in ([], [fuse]) and _reads(target) == "kept"):
-                assert time.monotonic() < deadline, leftovers(driver)
-                time.sleep(0.1)
-            seen = read_in_container()
-            while seen != "kept" and time.monotonic() < deadline + 5:
-                time.sleep(0.2)
-                seen = read_in_container()
-            assert seen == "kept", seen
+            assert container.read() == "kept"
+            kill_fuse_and_wait_for_its_successor(driver, target)
+            assert container.reads_within("kept", 5) == "kept"
         finally:
-            container.kill()
-            container.wait()
+            container.stop()
         driver.unpublish(volume, target)
         driver.unstage(volume, staging)
         assert not mounts.mounted_at(target)
+        assert driver.fuse_pids() == []
+
+
+def test_after_a_fuse_restart_one_pods_unpublish_leaves_the_other_pods_volume_alone(
+    shared_root: Path,
+) -> None:
+    # Two pods of one volume on a shared kubelet dir. The restarted FUSE is bound again on both
+    # targets; a bind made on one target must not travel to the other's (they were peers of the
+    # first FUSE's mount), or unmounting the second pod's target takes the first pod's new bind with
+    # it, and the first pod's container is left on the dead FUSE.
+    with running(Driver(shared_root)) as driver:
+        volume = driver.create("pv-two")
+        staging = driver.stage(volume)
+        targets = [str(driver.root / "pods" / uid / "mount") for uid in ("a", "b")]
+        for target in targets:
+            driver.publish(volume, staging, target)
+        Path(targets[0], "data").write_text("kept")
+        containers = [Container(t, shared_root.parent / f"container-{i}") for i, t in enumerate(targets)]
+        try:
+            assert [c.read() for c in containers] == ["kept", "kept"]
+            kill_fuse_and_wait_for_its_successor(driver, targets[0])
+            assert [c.reads_within("kept", 5) for c in containers] == ["kept", "kept"]
+            assert _reads(targets[1]) == "kept"
+
+            containers.pop().stop()  # pod b goes: kubelet stops its container, then unpublishes
+            driver.unpublish(volume, targets[1])
+            assert not mounts.mounted_at(targets[1])
+            assert _reads(targets[0]) == "kept"
+            assert containers[0].read() == "kept"
+            assert driver.refcounts() == {next(iter(driver.refcounts())): 1}
+        finally:
+            for container in containers:
+                container.stop()
+        driver.unpublish(volume, targets[0])
+        driver.unstage(volume, staging)
+        assert leftovers(driver) == []
         assert driver.fuse_pids() == []
 
 
