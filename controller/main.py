@@ -78,9 +78,9 @@ class Controller:
         ns = args.namespace
 
         def cache(resource: resources.Resource, selector: str | None = None) -> WatchCache:
-            return WatchCache(
-                api, resource, namespace=ns if resource.namespaced else None, label_selector=selector
-            )
+            # Compact: every runtime's children are held, a few of them read on each pass.
+            namespace = ns if resource.namespaced else None
+            return WatchCache(api, resource, namespace=namespace, label_selector=selector, compact=True)
 
         self.caches = Caches(
             datasets=cache(DATASETS),
@@ -156,8 +156,8 @@ class Controller:
         try:
             while not self.synced():
                 await asyncio.sleep(0.05)
-            for obj in [*self.caches.datasets.items(), *self.caches.runtimes.items()]:
-                self.queue.add((obj["metadata"]["namespace"], obj["metadata"]["name"]))
+            for key in [*self.caches.datasets.keys(), *self.caches.runtimes.keys()]:
+                self.queue.add(key)
             log.info("reconciling", extra={"keys": len(self.queue), "workers": self.args.workers})
             await asyncio.gather(*(self._worker() for _ in range(self.args.workers)))
         finally:
