@@ -1,6 +1,8 @@
 """The CSI node service on a real API server: pods using one PVC on one node share one FUSE through
-the kubelet stand-in's calls; the FuseMount mirror follows the node's state and catches up after an
-API outage; a clientless dataset's PV is refused with a reason the pod's Events show.
+the kubelet stand-in's calls (embedded mode, the FUSE the node service's own child); the FuseMount
+mirror follows the node's state and catches up after an API outage (a cut the real node's API
+connection has no seam for). Standalone mode, a FUSE killed and replaced, and what the driver refuses
+run on a real node, from the product's image and manifests: test_real_node_fuse.py.
 
 Read back through the official client and the kernel's mount table, not through the driver."""
 
@@ -9,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import time
@@ -259,38 +260,6 @@ def test_two_pods_one_pvc_share_one_fuse_until_both_are_gone(
     assert node_state_refs(csi_node) == {}
 
 
-@pytest.mark.usefixtures("kubelet", "cleanup_pv")
-@pytest.mark.parametrize("mount_mode", ["standalone"])
-def test_a_standalone_fuse_pod_that_dies_is_replaced_and_its_targets_bound_again(
-    core: client.CoreV1Api, namespace: str, csi_node: CsiNode
-) -> None:
-    pv = static_pv(core, namespace, csi_node)
-    uid = pod_using_pvc(core, namespace, "app", csi_node.name)
-    target = Path(names.csi_publish_target(uid, pv, str(csi_node.kubelet_root)))
-    eventually(lambda: str(target) in csi_node.mounts(), "the pod's target mounted", timeout=30)
-    (target / "before").write_text("written before FUSE died")
-    (first,) = fuse_pods(core, csi_node.name)
-    (pid,) = csi_node.fuse_pids()
-
-    os.kill(pid, signal.SIGKILL)
-
-    def replaced() -> client.V1Pod | None:
-        pods = fuse_pods(core, csi_node.name)
-        return pods[0] if len(pods) == 1 and pods[0].metadata.uid != first.metadata.uid else None
-
-    second = eventually(replaced, "a new FUSE pod", timeout=30)
-    assert second.metadata.name == first.metadata.name
-    eventually(lambda: csi_node.fuse_pids() not in ([], [pid]), "a new FUSE process", timeout=30)
-    eventually(
-        lambda: (target / "before").read_text() == "written before FUSE died",
-        "the pod's target served by the new FUSE",
-        timeout=30,
-    )
-    delete_pod(core, namespace, "app")
-    eventually(lambda: fuse_pods(core, csi_node.name) == [], "the FUSE pod deleted", timeout=30)
-    eventually(lambda: csi_node.mounts() == [], "nothing mounted", timeout=15)
-
-
 def test_kubelet_calls_succeed_while_the_api_server_is_unreachable_and_the_mirror_catches_up(
     k8s: client.ApiClient, csi_node: CsiNode, proxy: ApiProxy
 ) -> None:
@@ -353,47 +322,3 @@ def test_kubelet_calls_succeed_while_the_api_server_is_unreachable_and_the_mirro
         assert csi_node.mounts() == []
         proxy.restore()
         eventually(lambda: fusemounts(k8s, csi_node.name) == [], "the FuseMount deleted after the outage", 10)
-
-
-def failed_mount(core: client.CoreV1Api, namespace: str, pod: str) -> str:
-    """The message of the pod's FailedMount Event, "" while there is none."""
-    events = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={pod}").items
-    return next((str(e.message) for e in events if e.reason == "FailedMount"), "")
-
-
-@pytest.mark.usefixtures("kubelet", "cleanup_pv")
-def test_a_clientless_datasets_pv_is_refused_and_the_pod_says_why(
-    core: client.CoreV1Api, namespace: str, csi_node: CsiNode
-) -> None:
-    static_pv(core, namespace, csi_node, **{names.VOLUME_ATTR_CLIENTLESS: "true"})
-    pod_using_pvc(core, namespace, "app", csi_node.name)
-    message = eventually(lambda: failed_mount(core, namespace, "app"), "a FailedMount Event on the pod", 30)
-    assert "FailedPrecondition" in message
-    assert names.LABEL_INJECT in message, message
-    assert csi_node.mounts() == []
-    assert csi_node.fuse_pids() == []
-
-
-@pytest.mark.usefixtures("kubelet", "cleanup_pv")
-def test_a_symlink_at_a_volumes_directory_is_refused_and_the_pod_says_where(
-    core: client.CoreV1Api, namespace: str, csi_node: CsiNode
-) -> None:
-    static_pv(core, namespace, csi_node)
-    # A tenant replaced the volume's directory in the cache with a link to a host directory.
-    secrets = csi_node.root / "host-secrets"
-    secrets.mkdir()
-    (secrets / "token").write_text("a service account token")
-    directory = csi_node.data / names.cluster_id(MASTERS) / namespace
-    directory.rmdir()
-    directory.symlink_to(secrets)
-    pod_using_pvc(core, namespace, "app", csi_node.name)
-
-    message = eventually(lambda: failed_mount(core, namespace, "app"), "a FailedMount Event on the pod", 30)
-    assert "FailedPrecondition" in message, message
-    assert f"{names.PARAM_CURVINE_PATH} /{namespace}" in message, message
-    assert "symbolic link" in message, message
-    staging_root = names.csi_staging_root(str(csi_node.kubelet_root / "plugins"))
-    assert [p for p in csi_node.mounts() if p.startswith(staging_root)] == []
-    assert [p for p in csi_node.mounts() if p.startswith(str(csi_node.kubelet_root / "pods"))] == []
-    delete_pod(core, namespace, "app")
-    eventually(lambda: csi_node.fuse_pids() == [], "no FUSE left once kubelet stops retrying", 30)

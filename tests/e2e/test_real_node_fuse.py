@@ -2,9 +2,12 @@
 on a cluster of its own whose one node is a real, untainted kubelet. The fluid-csi-node DaemonSet pod
 registers the driver with kubelet itself; a FUSE Dataset's PVC and a second volume of the same mount
 key are mounted by two real pods; the FUSE program runs in its standalone pod (the image's
-curvine-fuse-standin, as the DaemonSet says), is killed and replaced while the pods keep running;
-``kubectl fluid mounts`` shows the node's reference counts; deleting the pods stops the FUSE and leaves
-nothing of the mount key mounted, on the host or in the node's own mount namespace.
+curvine-fuse-standin, as the DaemonSet says); its pod deleted, then the program killed -9, it is
+replaced while the pods keep running; ``kubectl fluid mounts`` shows the node's reference counts and
+each pod's target; deleting one pod leaves the other's volume whole; deleting both stops the FUSE and
+leaves nothing of the mount key mounted, on the host or in the node's own mount namespace. Then what
+the driver refuses (a clientless dataset's PV, a symlink at a volume's directory): the pod's Events
+say why, and nothing is mounted or started.
 
 The tests run in order on one cluster (module fixture); each one's state is the next one's start."""
 
@@ -12,6 +15,8 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import signal
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,8 +36,14 @@ from tests.e2e.wait import eventually
 SYSTEM = "fluid-system"
 APPS = "default"
 DATASET = "data"
-# A second claim on the Dataset's own directory: same masters, same fs-path, so the same mount key.
+# A second claim, on a sub-directory of the Dataset's: same masters, same fs-path, so the same mount
+# key. (On the Dataset's own directory, kubelet would never unstage either volume: each staging bind
+# counts as a reference to the other's device; see the note on test_deleting_the_pods.)
 ALIAS = "data-alias"
+SUBDIR = "shared"
+# Where each pod sees the one file: the writer's volume is the Dataset's directory, the reader's its
+# sub-directory.
+HELLO = {"writer": f"/data/{SUBDIR}/hello", "reader": "/data/hello"}
 NODE = f"{realnodes.NAME_PREFIX}0"
 
 
@@ -115,10 +126,12 @@ def app_pod(name: str, claim: str) -> dict[str, Any]:
 
 
 def alias_volume(pv: dict[str, Any]) -> list[dict[str, Any]]:
-    """A static PV and its claim on the Dataset PV's directory, under another volume handle."""
+    """A static PV and its claim on a sub-directory of the Dataset PV's, under another volume handle."""
     spec = copy.deepcopy(pv["spec"])
     spec.pop("claimRef", None)
     spec["csi"]["volumeHandle"] = ALIAS
+    attributes = spec["csi"]["volumeAttributes"]
+    attributes[names.PARAM_CURVINE_PATH] = f"{attributes[names.PARAM_CURVINE_PATH]}/{SUBDIR}"
     spec["storageClassName"] = ""
     spec["claimRef"] = {"namespace": APPS, "name": ALIAS}
     return [
@@ -181,7 +194,7 @@ def test_two_real_pods_share_a_fuse_volume_of_the_dataset(bed: Bed) -> None:
     # The Dataset's directory in the stand-in's Curvine cluster (what a Curvine master would hold), in
     # the node's own /var/lib/curvine-standin.
     data = bed.node.root / "curvine-standin" / names.cluster_id(attrs["master-addrs"])
-    (data / attrs["curvine-path"].lstrip("/")).mkdir(parents=True, exist_ok=True)
+    (data / attrs["curvine-path"].lstrip("/") / SUBDIR).mkdir(parents=True, exist_ok=True)
 
     t0 = time.monotonic()
     kubectl(bed.kc, "apply", "-f", "-", stdin=json.dumps(app_pod("writer", names.dataset_pvc(DATASET))))
@@ -193,10 +206,10 @@ def test_two_real_pods_share_a_fuse_volume_of_the_dataset(bed: Bed) -> None:
             timeout=180,
         )
     bed.figures["pods with the volume Running"] = time.monotonic() - t0
-    sh(bed, "writer", "echo written-by-writer > /data/hello")
-    assert sh(bed, "reader", "cat /data/hello").strip() == "written-by-writer"
+    sh(bed, "writer", f"echo written-by-writer > {HELLO['writer']}")
+    assert sh(bed, "reader", f"cat {HELLO['reader']}").strip() == "written-by-writer"
     # The FUSE mount served it: the file is in the Dataset's directory of the stand-in's cluster.
-    assert (data / attrs["curvine-path"].lstrip("/") / "hello").read_text() == "written-by-writer\n"
+    assert (data / attrs["curvine-path"].lstrip("/") / SUBDIR / "hello").read_text() == "written-by-writer\n"
     assert "writer up" in kubectl(bed.kc, "-n", APPS, "logs", "writer")
     assert "reader up" in kubectl(bed.kc, "-n", APPS, "logs", "reader")
 
@@ -238,13 +251,13 @@ def test_a_killed_fuse_is_replaced_and_running_pods_see_the_data_again(bed: Bed)
     eventually(replaced, "the FUSE pod replaced by the node service", timeout=120)
     for name in ("reader", "writer"):
         eventually(
-            lambda n=name: sh(bed, n, "cat /data/hello").strip() == "written-by-writer",  # type: ignore[misc]
+            lambda n=name: sh(bed, n, f"cat {HELLO[n]}").strip() == "written-by-writer",  # type: ignore[misc]
             f"{name} reading the file again through the new FUSE mount",
             timeout=120,
         )
     bed.figures["FUSE recovery (delete to data readable)"] = time.monotonic() - t0
     sh(bed, "reader", "echo after-recovery > /data/again")
-    assert sh(bed, "writer", "cat /data/again").strip() == "after-recovery"
+    assert sh(bed, "writer", f"cat /data/{SUBDIR}/again").strip() == "after-recovery"
     for name, status in before.items():
         now = kget(bed, "-n", APPS, "pod", name)["status"]
         [c0], [c1] = status["containerStatuses"], now["containerStatuses"]
@@ -260,18 +273,178 @@ def key_mounts(bed: Bed) -> list[str]:
     return [p for p in host + inside if bed.key in p]
 
 
+def pod_uid(bed: Bed, name: str) -> str:
+    return str(kget(bed, "-n", APPS, "pod", name)["metadata"]["uid"])
+
+
+def target_pods(bed: Bed) -> set[str]:
+    """The pod UIDs of the key's targets, as its FuseMount's status lists them."""
+    [fm] = [m for m in mounts_json(bed) if m["spec"]["mountKey"] == bed.key]
+    return {t["podUID"] for v in fm.get("status", {}).get("volumes", []) for t in v.get("targets", [])}
+
+
+def fuse_processes(bed: Bed, key: str | None = None) -> list[int]:
+    """The FUSE programs of the node's keys (of ``key`` alone when given), seen from this machine
+    (their standalone pods' containers are processes of it)."""
+    under = (names.fuse_mount_path(key) if key else names.fuse_mounts_root()).encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            # The node's own: under its cgroup root (another cluster's node may run beside it).
+            ours = bed.node.cgroup_root in (proc / "cgroup").read_text()
+        except OSError:
+            continue
+        if ours and any(b"curvine-fuse" in a for a in argv[:2]) and any(under in a for a in argv):
+            found.append(int(proc.name))
+    return found
+
+
+def test_a_fuse_killed_9_in_its_pod_is_replaced_and_running_pods_see_the_data_again(bed: Bed) -> None:
+    [old] = fuse_pods(bed)
+    [pid] = eventually(
+        lambda: fuse_processes(bed, bed.key), "the FUSE program of the key running on the node"
+    )
+    t0 = time.monotonic()
+    os.kill(pid, signal.SIGKILL)
+
+    def replaced() -> dict[str, Any] | None:
+        now = fuse_pods(bed)
+        fresh = [p for p in now if p["metadata"]["uid"] != old["metadata"]["uid"]]
+        return fresh[0] if fresh and fresh[0]["status"]["phase"] == "Running" else None
+
+    new = eventually(replaced, "the killed FUSE's pod replaced by the node service", timeout=120)
+    assert new["metadata"]["name"] == old["metadata"]["name"]
+    for name in ("reader", "writer"):
+        eventually(
+            lambda n=name: sh(bed, n, f"cat {HELLO[n]}").strip() == "written-by-writer",  # type: ignore[misc]
+            f"{name} reading the file again after kill -9 of the FUSE",
+            timeout=120,
+        )
+    bed.figures["FUSE recovery (kill -9 to data readable)"] = time.monotonic() - t0
+    assert pid not in fuse_processes(bed, bed.key)
+    assert {kget(bed, "-n", APPS, "pod", n)["status"]["containerStatuses"][0]["restartCount"] for n in (
+        "reader", "writer")} == {0}  # fmt: skip
+
+
 def test_deleting_the_pods_drops_the_refcount_then_stops_the_fuse_leaving_nothing_mounted(bed: Bed) -> None:
+    writer = pod_uid(bed, "writer")
+    assert target_pods(bed) == {writer, pod_uid(bed, "reader")}
     kubectl(bed.kc, "-n", APPS, "delete", "pod", "reader")
     eventually(lambda: refs(bed) == 1, "kubectl fluid mounts: REFS 1 after one pod deleted", timeout=90)
+    assert target_pods(bed) == {writer}
     assert fuse_pods(bed), "the FUSE pod went while a volume is still staged"
     # The FUSE was replaced under both pods (the test before): the reader's unpublish must leave the
     # writer's new bind alone, on the node and in the writer's container.
-    assert sh(bed, "writer", "cat /data/hello").strip() == "written-by-writer"
+    assert sh(bed, "writer", f"cat {HELLO['writer']}").strip() == "written-by-writer"
     kubectl(bed.kc, "-n", APPS, "delete", "pod", "writer")
     eventually(lambda: not fuse_pods(bed), "the FUSE pod deleted once no volume is staged", timeout=90)
     eventually(lambda: not key_mounts(bed), "nothing of the mount key mounted, host or node", timeout=60)
+    eventually(
+        lambda: not fuse_processes(bed, bed.key), "no FUSE program of the key left on the node", timeout=30
+    )
+    assert [m for m in mounts_json(bed) if m["spec"]["mountKey"] == bed.key] == []
     assert not [
         p
         for p in realnodes.namespace_mounts(bed.cluster, bed.node)
         if "/pods/" in p and "kubernetes.io~csi" in p
     ]
+
+
+# --- refusals: what the pod's Events say, and nothing mounted or started --------------------------
+
+
+def failed_mount(bed: Bed, pod: str) -> str:
+    """The message of the pod's FailedMount Event, "" while there is none."""
+    events = kget(bed, "-n", APPS, "events", "--field-selector", f"involvedObject.name={pod}")["items"]
+    return next((str(e["message"]) for e in events if e["reason"] == "FailedMount"), "")
+
+
+def static_claim(bed: Bed, name: str, **attrs: str) -> None:
+    """A static PV ``name`` of the driver on the Dataset's masters (no fs-path: the cache's root), its
+    directory ``/{name}``, with ``attrs``; and its claim ``name``."""
+    dataset_pv = kget(bed, "pv", names.dataset_pv(APPS, DATASET))
+    masters = dataset_pv["spec"]["csi"]["volumeAttributes"][names.PARAM_MASTER_ADDRS]
+    attributes = {names.PARAM_MASTER_ADDRS: masters, names.PARAM_CURVINE_PATH: f"/{name}", **attrs}
+    volume = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteMany"],
+            "storageClassName": "",
+            "claimRef": {"namespace": APPS, "name": name},
+            "csi": {"driver": names.CSI_DRIVER, "volumeHandle": name, "volumeAttributes": attributes},
+        },
+    }
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": APPS},
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "storageClassName": "",
+            "volumeName": name,
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+    items = [volume, claim]
+    kubectl(
+        bed.kc, "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": items})
+    )
+
+
+def delete_claim(bed: Bed, name: str) -> None:
+    kubectl(bed.kc, "-n", APPS, "delete", "pod", name, "--wait=true", "--ignore-not-found")
+    kubectl(bed.kc, "-n", APPS, "delete", "pvc", name, "--ignore-not-found")
+    kubectl(bed.kc, "delete", "pv", name, "--ignore-not-found")
+
+
+def node_mounts_under(bed: Bed, *parts: str) -> list[str]:
+    return [p for p in realnodes.namespace_mounts(bed.cluster, bed.node) if all(x in p for x in parts)]
+
+
+def test_a_clientless_datasets_pv_is_refused_and_the_pod_says_why(bed: Bed) -> None:
+    name = "clientless"
+    static_claim(bed, name, **{names.VOLUME_ATTR_CLIENTLESS: "true"})
+    try:
+        kubectl(bed.kc, "apply", "-f", "-", stdin=json.dumps(app_pod(name, name)))
+        message = eventually(lambda: failed_mount(bed, name), "a FailedMount Event on the pod", timeout=120)
+        assert "FailedPrecondition" in message, message
+        assert names.LABEL_INJECT in message, message
+        assert kget(bed, "-n", APPS, "pod", name)["status"]["phase"] == "Pending"
+        assert fuse_pods(bed) == []
+        assert node_mounts_under(bed, names.csi_staging_root(names.KUBELET_PLUGINS_ROOT) + "/") == []
+        assert node_mounts_under(bed, "kubernetes.io~csi", name) == []
+    finally:
+        delete_claim(bed, name)
+
+
+def test_a_symlink_at_a_volumes_directory_is_refused_and_the_pod_says_where(bed: Bed) -> None:
+    name = "linked"
+    masters = kget(bed, "pv", names.dataset_pv(APPS, DATASET))["spec"]["csi"]["volumeAttributes"][
+        names.PARAM_MASTER_ADDRS
+    ]
+    cluster = bed.node.root / "curvine-standin" / names.cluster_id(masters)
+    # A tenant replaced a volume's directory in the cache with a link to a directory of the node.
+    secrets = bed.node.root / "host-secrets"
+    secrets.mkdir(exist_ok=True)
+    (secrets / "token").write_text("a service account token")
+    (cluster / name).symlink_to(secrets)
+    static_claim(bed, name)
+    try:
+        kubectl(bed.kc, "apply", "-f", "-", stdin=json.dumps(app_pod(name, name)))
+        message = eventually(lambda: failed_mount(bed, name), "a FailedMount Event on the pod", timeout=120)
+        assert "FailedPrecondition" in message, message
+        assert f"{names.PARAM_CURVINE_PATH} /{name}" in message, message
+        assert "symbolic link" in message, message
+        assert kget(bed, "-n", APPS, "pod", name)["status"]["phase"] == "Pending"
+        # Nothing staged (the FUSE tests before staged nothing that is still there) nor published.
+        assert node_mounts_under(bed, names.csi_staging_root(names.KUBELET_PLUGINS_ROOT) + "/") == []
+        assert node_mounts_under(bed, "kubernetes.io~csi", name) == []
+    finally:
+        delete_claim(bed, name)
+        (cluster / name).unlink()
+    eventually(lambda: fuse_pods(bed) == [], "no FUSE pod left once the pod is gone", timeout=90)
+    eventually(lambda: not fuse_processes(bed), "no FUSE program left once the pod is gone", timeout=30)
