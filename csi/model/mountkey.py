@@ -43,6 +43,26 @@ def mount_key_dir(root: str, key: str) -> str:
     return names.fuse_mount_key_dir(key, root)
 
 
+# Beside a key's mount point: one directory per staged volume, where the node service binds the
+# volume's directory in the FUSE mount, the source of the volume's pod binds. kubelet's staging path
+# stays a plain directory, as Curvine's own driver leaves it: kubelet refuses to unstage a volume
+# whose staging path shares its mount's source with any mount outside that path (its device
+# references), so two volumes of one directory, each bound at its staging path, would hold each
+# other staged for ever.
+VOLUMES_DIR = "volumes"
+
+
+def volumes_dir(mnt_path: str) -> str:
+    """The directory of a key's volume sources (beside its mount point ``mnt_path``)."""
+    return f"{mnt_path.rsplit('/', 1)[0]}/{VOLUMES_DIR}"
+
+
+def volume_source(mnt_path: str, volume_id: str) -> str:
+    """Where the volume ``volume_id`` of the key mounted at ``mnt_path`` is bound (any volume id: the
+    name is its sha256)."""
+    return f"{volumes_dir(mnt_path)}/{hashlib.sha256(volume_id.encode()).hexdigest()}"
+
+
 def staging_path(root: str, volume_handle: str) -> str:
     """Where kubelet stages ``volume_handle``, for callers that stand in for kubelet."""
     return names.csi_staging_path(volume_handle, root)

@@ -1,9 +1,10 @@
 """The CSI Node service: one FUSE per mount key per node, bind mounts into pods, exact refcounts.
 
 NodeStage starts (or reuses) the FUSE of the volume's mount key and binds the volume's directory in
-it at the staging path; NodePublish binds the staging path at the pod's target (read-only when
-asked); NodeUnpublish removes only that target; NodeUnstage removes the staging bind and, when it
-was the key's last volume, stops the FUSE. The state file and the kernel mount table are the truth:
+it at the volume's source, beside the key's mount point (kubelet's staging path stays a plain
+directory: csi/model/mountkey.py says why); NodePublish binds the source at the pod's target
+(read-only when asked); NodeUnpublish removes only that target; NodeUnstage removes the source and,
+when it was the key's last volume, stops the FUSE. The state file and the kernel mount table are the truth:
 every change is saved before the call returns, and a restarted service recovers from them.
 
 Saving is a group commit: a change is applied to ``self.state`` at once (``_save``) and a call
@@ -49,7 +50,7 @@ from csi.fuse.fuserunner import FuseHandle, FuseRunner
 from csi.keyedlocks import KeyedLocks
 from csi.model.errors import FuseUnavailable, StateConflict
 from csi.model.fusecmd import fuse_argv
-from csi.model.mountkey import fuse_mount_dir, mount_key, volume_dir
+from csi.model.mountkey import fuse_mount_dir, mount_key, volume_dir, volume_source, volumes_dir
 from csi.model.volumes import parse_volume_context
 from csi.node import state as st
 from csi.node import statefile
@@ -96,9 +97,9 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         self.fuse: FuseRunner = fuse if fuse is not None else FuseManager(log_dir=log_dir)
         self.fuse.on_restart = self._on_fuse_restart
         self.locks = KeyedLocks()
-        # Staging path -> (device, inode) of the volume directory it was last seen showing: a
-        # publish that finds it still so needs no walk through the FUSE mount (each walk is a
-        # round trip per path component to the FUSE server).
+        # A volume's source (csi/model/mountkey.py: volume_source) -> (device, inode) of the volume
+        # directory it was last seen showing: a publish that finds it still so needs no walk through
+        # the FUSE mount (each walk is a round trip per path component to the FUSE server).
         self._staged: dict[str, Identity] = {}
         # Group commit: versions of self.state applied and on disk.
         self._version = self._written = 0
@@ -193,7 +194,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                 log.exception("re-binding after a FUSE restart failed", extra={"mount_key": key})
 
     def _rebind(self, entry: st.MountEntry) -> bool:
-        """Bind every staging path and target of ``entry`` again where it does not show the volume's
+        """Bind every volume's source and target of ``entry`` again where it does not show the volume's
         directory in the key's current FUSE mount (broken, gone, or a bind into an older mount). One
         that fails (its directory gone from the cache, or a symlink now) is logged and does not keep
         the others from their mounts; returns whether all are whole."""
@@ -201,11 +202,12 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         for volume_id, volume in entry.volumes.items():
             binds: list[tuple[str, str, bool]] = []
             try:
-                self._bind_staging(entry, volume_id)
-                binds = [(volume.staging_path, t, p.readonly) for t, p in volume.targets.items()]
+                self._bind_source(entry, volume_id)
+                source = volume_source(entry.mnt_path, volume_id)
+                binds = [(source, t, p.readonly) for t, p in volume.targets.items()]
             except (RpcFailure, mounts.MountError, OSError) as err:
                 whole = False
-                # Its targets would only show the empty staging directory: leave them unbound.
+                # Its targets would only show the empty source directory: leave them unbound.
                 log.error("re-binding volume %s failed: %s", volume_id, err, extra={"mount_key": entry.key})
             for source, target, readonly in binds:
                 try:
@@ -215,11 +217,13 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                     log.error("re-binding %s failed: %s", target, err, extra={"mount_key": entry.key})
         return whole
 
-    def _bind_staging(self, entry: st.MountEntry, volume_id: str) -> bool:
-        """Make the volume's staging path show its directory in the key's FUSE mount, resolved
-        beneath the mount without following symlinks; kept when it already does. Returns whether
-        a bind was made. FAILED_PRECONDITION naming the path when the directory cannot be used."""
+    def _bind_source(self, entry: st.MountEntry, volume_id: str) -> bool:
+        """Make the volume's source (``volume_source``) show its directory in the key's FUSE mount,
+        resolved beneath the mount without following symlinks; kept when it already does. Returns
+        whether a bind was made. FAILED_PRECONDITION naming the path when the directory cannot be
+        used."""
         volume = entry.volumes[volume_id]
+        source = volume_source(entry.mnt_path, volume_id)
         curvine_path = volume.curvine_path or entry.params.fs_path
         try:
             fd = beneath.open_beneath(entry.mnt_path, volume_dir(entry.params.fs_path, curvine_path))
@@ -227,30 +231,30 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             raise _refused(curvine_path, err) from None
         try:
             directory = os.fstat(fd)
-            self._staged[volume.staging_path] = (directory.st_dev, directory.st_ino)
-            if _shows(volume.staging_path, self._staged[volume.staging_path]):
+            self._staged[source] = (directory.st_dev, directory.st_ino)
+            if _shows(source, self._staged[source]):
                 return False
-            _clear(volume.staging_path)
-            Path(volume.staging_path).mkdir(parents=True, exist_ok=True)
-            mounts.bind(beneath.fd_path(fd), volume.staging_path)
+            _clear(source)
+            Path(source).mkdir(parents=True, exist_ok=True)
+            mounts.bind(beneath.fd_path(fd), source)
             # A bind of a private mount onto a shared one (kubelet's dir) starts a peer group of its
             # own, with its copies in other mount namespaces (the host's, a container's). Bound from
-            # a staging bind that is a peer of the FUSE mount, every target of the key would be one
-            # group: a re-bind after a FUSE restart, made on one pod's target, would travel to every
-            # other pod's, and unmounting any of them would take it from all.
-            mounts.make_private(volume.staging_path)
+            # a source that is a peer of the FUSE mount, every target of the key would be one group:
+            # a re-bind after a FUSE restart, made on one pod's target, would travel to every other
+            # pod's, and unmounting any of them would take it from all.
+            mounts.make_private(source)
             return True
         finally:
             os.close(fd)
 
-    def _still_staged(self, staging_path: str) -> Identity | None:
-        """What the staging path shows while it still shows the directory it was bound to; None
+    def _still_staged(self, source: str) -> Identity | None:
+        """What a volume's source shows while it still shows the directory it was bound to; None
         once it does not (a dead or replaced FUSE answers an error or another device)."""
-        seen = self._staged.get(staging_path)
+        seen = self._staged.get(source)
         if seen is None:
             return None
         try:
-            now = os.lstat(staging_path)
+            now = os.lstat(source)
         except OSError:
             return None
         return seen if (now.st_dev, now.st_ino) == seen else None
@@ -258,15 +262,14 @@ class NodeService(csi_pb2_grpc.NodeServicer):
     def _publish_on_host(
         self, entry: st.MountEntry, volume_id: str, staging: str, target: str, readonly: bool
     ) -> bool:
-        """NodePublish's mounts: mend the staging bind if it points into a dead FUSE (kubelet does not
-        stage again for a new pod), then bind staging at the target. Returns whether it bound."""
-        source = None
-        if entry.volumes[volume_id].staging_path == staging:
-            source = self._still_staged(staging)
-            if source is None:
-                self._bind_staging(entry, volume_id)
-                source = self._staged.get(staging)
-        return _bind_from(staging, target, readonly=readonly, source_shows=source)
+        """NodePublish's mounts: mend the volume's source if it points into a dead FUSE (kubelet does
+        not stage again for a new pod), then bind it at the target. Returns whether it bound."""
+        source = volume_source(entry.mnt_path, volume_id)
+        shows = self._still_staged(source)
+        if shows is None:
+            self._bind_source(entry, volume_id)
+            shows = self._staged.get(source)
+        return _bind_from(source, target, readonly=readonly, source_shows=shows)
 
     async def recover(self) -> None:
         """After a restart: adopt or restart every FUSE with staged volumes, re-bind what broke,
@@ -377,22 +380,32 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             if not self.fuse.running(key):
                 await self._durable()  # recorded before its FUSE starts, so a restart finds the FUSE
             bound = binding = False
+            source = volume_source(self.state.mounts[key].mnt_path, volume_id)
             try:
                 await self._ensure_fuse(key)
                 binding = True
-                bound = await _on_host(self._bind_staging, self.state.mounts[key], volume_id)
+                bound = await _on_host(self._stage_on_host, self.state.mounts[key], volume_id, staging)
                 binding = False
                 self._save(st.set_phase(self.state, key, "Ready", now=st.timestamp()))
             except BaseException as failure:
                 if added:
                     # Cancelled while binding: the bind may have been made, unseen.
                     if bound or (binding and isinstance(failure, asyncio.CancelledError)):
-                        _detach(staging)
+                        _detach(source)
+                        _remove_source(source)
                     await self._undo_stage(key, volume_id)
                     await self._durable()
                 raise
         await self._durable()
         return csi_pb2.NodeStageVolumeResponse()
+
+    def _stage_on_host(self, entry: st.MountEntry, volume_id: str, staging: str) -> bool:
+        """NodeStage's mounts: the volume's source bound; kubelet's staging path a plain directory
+        (an earlier version bound the volume there: that bind is taken off)."""
+        bound = self._bind_source(entry, volume_id)
+        _unbind_staging(staging)
+        Path(staging).mkdir(parents=True, exist_ok=True)
+        return bound
 
     async def _undo_stage(self, key: str, volume_id: str) -> None:
         new, _, last = st.unstage(self.state, volume_id, now=st.timestamp())
@@ -407,6 +420,8 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             _detach(entry.mnt_path)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(names.fuse_config_path(entry.mnt_path))
+            with contextlib.suppress(OSError):
+                os.rmdir(volumes_dir(entry.mnt_path))
             _remove_empty(entry.mnt_path)
         self._save(st.remove_mount(self.state, key))
 
@@ -418,13 +433,15 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         volume_id, staging = request.volume_id, request.staging_target_path
         key = self.state.key_of_volume(volume_id)
         if key is None:
-            self._staged.pop(staging, None)
-            _detach(staging)
+            _unbind_staging(staging)
             await self._durable()  # a retry after a failed write must not answer before it lands
             return csi_pb2.NodeUnstageVolumeResponse()
         async with self.locks.hold(key):
-            self._staged.pop(staging, None)
-            _detach(staging)
+            source = volume_source(self.state.mounts[key].mnt_path, volume_id)
+            self._staged.pop(source, None)
+            _detach(source)
+            _remove_source(source)
+            _unbind_staging(staging)
             new, key_now, last = st.unstage(self.state, volume_id, now=st.timestamp())
             self._save(new)
             if last and key_now is not None:
@@ -503,6 +520,28 @@ def _detach(path: str) -> None:
             mounts.unmount(path, lazy=True)
 
 
+def _unbind_staging(staging: str) -> None:
+    """Take off what an earlier version bound at kubelet's staging path (a FUSE directory: another
+    device than the directory above it, or a dead bind that fails to stat), without reading the
+    mount table for the plain directory it is now."""
+    try:
+        here = os.lstat(staging)
+        above = os.lstat(os.path.dirname(staging))
+    except FileNotFoundError:
+        return
+    except OSError:
+        _detach(staging)
+        return
+    if here.st_dev != above.st_dev:
+        _detach(staging)
+
+
+def _remove_source(source: str) -> None:
+    """A volume's source directory, once nothing is mounted there (never anything with content)."""
+    with contextlib.suppress(OSError):
+        os.rmdir(source)
+
+
 def _remove_empty(mnt_path: str) -> None:
     """The mount point and its key's directory, which the service created; never anything with
     content (a FUSE that failed to unmount shows its files, and is left to recovery)."""
@@ -552,7 +591,7 @@ def _clear(path: str) -> None:
 
 
 def _bind_from(source: str, target: str, readonly: bool, source_shows: Identity | None = None) -> bool:
-    """Bind ``source`` (the driver's own staging path) at ``target`` unless it is already there;
+    """Bind ``source`` (a volume's source, the driver's own bind) at ``target`` unless it is already there;
     returns whether it bound. ``source_shows``: what ``source`` was just seen showing, which saves a
     lookup through the FUSE mount.
 

@@ -309,7 +309,7 @@ def fuse(k: Cluster) -> None:
         return items[0] if status.get("phase") == "Ready" and len(targets) == 2 else None
 
     mount = eventually(one_mount_two_targets, "one FuseMount with both pods' targets")
-    # What must be unmounted at the end: the key's FUSE and staging, the pods' targets.
+    # What must be unmounted at the end: the key's FUSE and its volumes' sources, the pods' targets.
     marks = [
         mount["spec"]["mountKey"],
         *(k.get_json("pod", n, "-n", NS)["metadata"]["uid"] for n in ("reader-a", "reader-b")),

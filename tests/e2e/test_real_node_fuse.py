@@ -36,14 +36,10 @@ from tests.e2e.wait import eventually
 SYSTEM = "fluid-system"
 APPS = "default"
 DATASET = "data"
-# A second claim, on a sub-directory of the Dataset's: same masters, same fs-path, so the same mount
-# key. (On the Dataset's own directory, kubelet would never unstage either volume: each staging bind
-# counts as a reference to the other's device; see the note on test_deleting_the_pods.)
+# A second claim on the Dataset's own directory: same masters, same fs-path, so the same mount key.
+# (Had the driver bound each volume at kubelet's staging path, kubelet would unstage neither: each
+# bind is a device reference of the other; csi/model/mountkey.py.)
 ALIAS = "data-alias"
-SUBDIR = "shared"
-# Where each pod sees the one file: the writer's volume is the Dataset's directory, the reader's its
-# sub-directory.
-HELLO = {"writer": f"/data/{SUBDIR}/hello", "reader": "/data/hello"}
 NODE = f"{realnodes.NAME_PREFIX}0"
 
 
@@ -126,12 +122,10 @@ def app_pod(name: str, claim: str) -> dict[str, Any]:
 
 
 def alias_volume(pv: dict[str, Any]) -> list[dict[str, Any]]:
-    """A static PV and its claim on a sub-directory of the Dataset PV's, under another volume handle."""
+    """A static PV and its claim on the Dataset PV's directory, under another volume handle."""
     spec = copy.deepcopy(pv["spec"])
     spec.pop("claimRef", None)
     spec["csi"]["volumeHandle"] = ALIAS
-    attributes = spec["csi"]["volumeAttributes"]
-    attributes[names.PARAM_CURVINE_PATH] = f"{attributes[names.PARAM_CURVINE_PATH]}/{SUBDIR}"
     spec["storageClassName"] = ""
     spec["claimRef"] = {"namespace": APPS, "name": ALIAS}
     return [
@@ -194,7 +188,7 @@ def test_two_real_pods_share_a_fuse_volume_of_the_dataset(bed: Bed) -> None:
     # The Dataset's directory in the stand-in's Curvine cluster (what a Curvine master would hold), in
     # the node's own /var/lib/curvine-standin.
     data = bed.node.root / "curvine-standin" / names.cluster_id(attrs["master-addrs"])
-    (data / attrs["curvine-path"].lstrip("/") / SUBDIR).mkdir(parents=True, exist_ok=True)
+    (data / attrs["curvine-path"].lstrip("/")).mkdir(parents=True, exist_ok=True)
 
     t0 = time.monotonic()
     kubectl(bed.kc, "apply", "-f", "-", stdin=json.dumps(app_pod("writer", names.dataset_pvc(DATASET))))
@@ -206,10 +200,10 @@ def test_two_real_pods_share_a_fuse_volume_of_the_dataset(bed: Bed) -> None:
             timeout=180,
         )
     bed.figures["pods with the volume Running"] = time.monotonic() - t0
-    sh(bed, "writer", f"echo written-by-writer > {HELLO['writer']}")
-    assert sh(bed, "reader", f"cat {HELLO['reader']}").strip() == "written-by-writer"
+    sh(bed, "writer", "echo written-by-writer > /data/hello")
+    assert sh(bed, "reader", "cat /data/hello").strip() == "written-by-writer"
     # The FUSE mount served it: the file is in the Dataset's directory of the stand-in's cluster.
-    assert (data / attrs["curvine-path"].lstrip("/") / SUBDIR / "hello").read_text() == "written-by-writer\n"
+    assert (data / attrs["curvine-path"].lstrip("/") / "hello").read_text() == "written-by-writer\n"
     assert "writer up" in kubectl(bed.kc, "-n", APPS, "logs", "writer")
     assert "reader up" in kubectl(bed.kc, "-n", APPS, "logs", "reader")
 
@@ -251,13 +245,13 @@ def test_a_killed_fuse_is_replaced_and_running_pods_see_the_data_again(bed: Bed)
     eventually(replaced, "the FUSE pod replaced by the node service", timeout=120)
     for name in ("reader", "writer"):
         eventually(
-            lambda n=name: sh(bed, n, f"cat {HELLO[n]}").strip() == "written-by-writer",  # type: ignore[misc]
+            lambda n=name: sh(bed, n, "cat /data/hello").strip() == "written-by-writer",  # type: ignore[misc]
             f"{name} reading the file again through the new FUSE mount",
             timeout=120,
         )
     bed.figures["FUSE recovery (delete to data readable)"] = time.monotonic() - t0
     sh(bed, "reader", "echo after-recovery > /data/again")
-    assert sh(bed, "writer", f"cat /data/{SUBDIR}/again").strip() == "after-recovery"
+    assert sh(bed, "writer", "cat /data/again").strip() == "after-recovery"
     for name, status in before.items():
         now = kget(bed, "-n", APPS, "pod", name)["status"]
         [c0], [c1] = status["containerStatuses"], now["containerStatuses"]
@@ -317,7 +311,7 @@ def test_a_fuse_killed_9_in_its_pod_is_replaced_and_running_pods_see_the_data_ag
     assert new["metadata"]["name"] == old["metadata"]["name"]
     for name in ("reader", "writer"):
         eventually(
-            lambda n=name: sh(bed, n, f"cat {HELLO[n]}").strip() == "written-by-writer",  # type: ignore[misc]
+            lambda n=name: sh(bed, n, "cat /data/hello").strip() == "written-by-writer",  # type: ignore[misc]
             f"{name} reading the file again after kill -9 of the FUSE",
             timeout=120,
         )
@@ -336,7 +330,7 @@ def test_deleting_the_pods_drops_the_refcount_then_stops_the_fuse_leaving_nothin
     assert fuse_pods(bed), "the FUSE pod went while a volume is still staged"
     # The FUSE was replaced under both pods (the test before): the reader's unpublish must leave the
     # writer's new bind alone, on the node and in the writer's container.
-    assert sh(bed, "writer", f"cat {HELLO['writer']}").strip() == "written-by-writer"
+    assert sh(bed, "writer", "cat /data/hello").strip() == "written-by-writer"
     kubectl(bed.kc, "-n", APPS, "delete", "pod", "writer")
     eventually(lambda: not fuse_pods(bed), "the FUSE pod deleted once no volume is staged", timeout=90)
     eventually(lambda: not key_mounts(bed), "nothing of the mount key mounted, host or node", timeout=60)

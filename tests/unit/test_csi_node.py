@@ -24,6 +24,7 @@ import grpc
 import pytest
 
 from csi.fuse import mounts
+from csi.model.mountkey import volume_source
 from csi.proto import csi_pb2, csi_pb2_grpc
 from kubectl_fluid.api import names
 
@@ -142,6 +143,13 @@ class Driver:
     def state(self) -> dict[str, Any]:
         state: dict[str, Any] = json.loads((self.root / "state" / names.CSI_STATE_FILE).read_text())
         return state
+
+    def source(self, volume: csi_pb2.Volume) -> str:
+        """Where the driver bound the volume's directory (its pods' binds come from there)."""
+        for entry in self.state()["mounts"].values():
+            if volume.volume_id in entry["volumes"]:
+                return volume_source(entry["mnt_path"], volume.volume_id)
+        raise AssertionError(f"{volume.volume_id} is not staged")
 
     def refcounts(self) -> dict[str, int]:
         return {key: len(entry["volumes"]) for key, entry in self.state()["mounts"].items()}
@@ -498,30 +506,59 @@ def break_mount_at(path: str, scratch: Path) -> None:
     assert mounts.is_broken(path)
 
 
-def test_a_repeated_stage_remakes_a_broken_staging_bind(driver: Driver, tmp_path: Path) -> None:
+def test_a_repeated_stage_remakes_a_broken_source_bind(driver: Driver, tmp_path: Path) -> None:
     volume = driver.create("pv-b")
     staging = driver.stage(volume)
+    source = driver.source(volume)
     driver.backing(volume.volume_context[names.PARAM_CURVINE_PATH]).joinpath("f").write_text("served")
-    break_mount_at(staging, tmp_path)
+    break_mount_at(source, tmp_path)
 
     driver.stage(volume)  # kubelet's retry
-    assert (Path(staging) / "f").read_text() == "served"
-    assert len(mounts.mounted_at(staging)) == 1
+    assert (Path(source) / "f").read_text() == "served"
+    assert len(mounts.mounted_at(source)) == 1
+    assert not mounts.mounted_at(staging)
     target = str(driver.root / "pods" / "b")
     driver.publish(volume, staging, target)
     assert (Path(target) / "f").read_text() == "served"
 
 
-def test_publish_onto_a_broken_staging_bind_remakes_it_first(driver: Driver, tmp_path: Path) -> None:
+def test_publish_onto_a_broken_source_bind_remakes_it_first(driver: Driver, tmp_path: Path) -> None:
     volume = driver.create("pv-p")
     staging = driver.stage(volume)
+    source = driver.source(volume)
     driver.backing(volume.volume_context[names.PARAM_CURVINE_PATH]).joinpath("f").write_text("served")
-    break_mount_at(staging, tmp_path)
+    break_mount_at(source, tmp_path)
 
     target = str(driver.root / "pods" / "p")
     driver.publish(volume, staging, target)
     assert (Path(target) / "f").read_text() == "served"
-    assert (Path(staging) / "f").read_text() == "served"
+    assert (Path(source) / "f").read_text() == "served"
+
+
+def test_a_staging_bind_an_earlier_version_made_is_taken_off(driver: Driver, tmp_path: Path) -> None:
+    # Bound at kubelet's staging path, two volumes of one directory were each other's device
+    # references, and kubelet unstaged neither: the staging path is a plain directory now.
+    volume = driver.create("pv-old")
+    staging = driver.stage(volume)
+    mounts.bind(driver.source(volume), staging)
+    break_mount_at(staging, tmp_path)
+    driver.stage(volume)  # a retry, or the next volume's stage after the upgrade
+    assert not mounts.mounted_at(staging)
+    mounts.bind(driver.source(volume), staging)
+    driver.unstage(volume, staging)
+    assert leftovers(driver) == []
+    assert driver.fuse_pids() == []
+
+
+def test_two_volumes_of_one_directory_leave_no_mount_at_either_staging_path(driver: Driver) -> None:
+    first = driver.create("pv-one")
+    second = static_volume("pv-two", first.volume_context[names.PARAM_CURVINE_PATH])
+    stagings = [driver.stage(first), driver.stage(second)]
+    # kubelet's device references of a staging path: every other mount of the same source.
+    assert [mounts.mounted_at(staging) for staging in stagings] == [[], []]
+    for volume, staging in zip((first, second), stagings, strict=True):
+        driver.unstage(volume, staging)
+    assert leftovers(driver) == []
 
 
 def test_a_failed_repeat_of_stage_leaves_the_staged_volume_alone(driver: Driver) -> None:
@@ -536,7 +573,7 @@ def test_a_failed_repeat_of_stage_leaves_the_staged_volume_alone(driver: Driver)
     assert err.code() == grpc.StatusCode.FAILED_PRECONDITION, err.details()
     assert driver.refcounts() == refcounts  # still staged: this call added nothing to take away
     assert driver.fuse_pids() == [fuse]
-    assert mounts.mounted_at(staging)
+    assert mounts.mounted_at(driver.source(volume))
     driver.unstage(volume, staging)
     assert driver.fuse_pids() == []
 
