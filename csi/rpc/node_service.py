@@ -100,7 +100,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         # A volume's source (csi/model/mountkey.py: volume_source) -> (device, inode) of the volume
         # directory it was last seen showing: a publish that finds it still so needs no walk through
         # the FUSE mount (each walk is a round trip per path component to the FUSE server).
-        self._staged: dict[str, Identity] = {}
+        self._sources: dict[str, Identity] = {}
         # Group commit: versions of self.state applied and on disk.
         self._version = self._written = 0
         self._writing = asyncio.Lock()
@@ -231,8 +231,8 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             raise _refused(curvine_path, err) from None
         try:
             directory = os.fstat(fd)
-            self._staged[source] = (directory.st_dev, directory.st_ino)
-            if _shows(source, self._staged[source]):
+            self._sources[source] = (directory.st_dev, directory.st_ino)
+            if _shows(source, self._sources[source]):
                 return False
             _clear(source)
             Path(source).mkdir(parents=True, exist_ok=True)
@@ -247,10 +247,10 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         finally:
             os.close(fd)
 
-    def _still_staged(self, source: str) -> Identity | None:
+    def _still_bound(self, source: str) -> Identity | None:
         """What a volume's source shows while it still shows the directory it was bound to; None
         once it does not (a dead or replaced FUSE answers an error or another device)."""
-        seen = self._staged.get(source)
+        seen = self._sources.get(source)
         if seen is None:
             return None
         try:
@@ -265,10 +265,10 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         """NodePublish's mounts: mend the volume's source if it points into a dead FUSE (kubelet does
         not stage again for a new pod), then bind it at the target. Returns whether it bound."""
         source = volume_source(entry.mnt_path, volume_id)
-        shows = self._still_staged(source)
+        shows = self._still_bound(source)
         if shows is None:
             self._bind_source(entry, volume_id)
-            shows = self._staged.get(source)
+            shows = self._sources.get(source)
         return _bind_from(source, target, readonly=readonly, source_shows=shows)
 
     async def recover(self) -> None:
@@ -438,7 +438,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             return csi_pb2.NodeUnstageVolumeResponse()
         async with self.locks.hold(key):
             source = volume_source(self.state.mounts[key].mnt_path, volume_id)
-            self._staged.pop(source, None)
+            self._sources.pop(source, None)
             _detach(source)
             _remove_source(source)
             _unbind_staging(staging)

@@ -228,6 +228,16 @@ def test_standalone_fuse_pod_is_a_real_pod_and_mounts_shows_refcount_two(bed: Be
     assert "standalone" in table, table
 
 
+def both_read_again(bed: Bed, when: str) -> None:
+    """Both running pods read the writer's file again (their containers were not restarted)."""
+    for name in ("reader", "writer"):
+        eventually(
+            lambda n=name: sh(bed, n, "cat /data/hello").strip() == "written-by-writer",  # type: ignore[misc]
+            f"{name} reading the file again {when}",
+            timeout=120,
+        )
+
+
 def test_a_killed_fuse_is_replaced_and_running_pods_see_the_data_again(bed: Bed) -> None:
     [old] = fuse_pods(bed)
     before = {n: kget(bed, "-n", APPS, "pod", n)["status"] for n in ("writer", "reader")}
@@ -243,12 +253,7 @@ def test_a_killed_fuse_is_replaced_and_running_pods_see_the_data_again(bed: Bed)
         )
 
     eventually(replaced, "the FUSE pod replaced by the node service", timeout=120)
-    for name in ("reader", "writer"):
-        eventually(
-            lambda n=name: sh(bed, n, "cat /data/hello").strip() == "written-by-writer",  # type: ignore[misc]
-            f"{name} reading the file again through the new FUSE mount",
-            timeout=120,
-        )
+    both_read_again(bed, "through the new FUSE mount")
     bed.figures["FUSE recovery (delete to data readable)"] = time.monotonic() - t0
     sh(bed, "reader", "echo after-recovery > /data/again")
     assert sh(bed, "writer", "cat /data/again").strip() == "after-recovery"
@@ -309,12 +314,7 @@ def test_a_fuse_killed_9_in_its_pod_is_replaced_and_running_pods_see_the_data_ag
 
     new = eventually(replaced, "the killed FUSE's pod replaced by the node service", timeout=120)
     assert new["metadata"]["name"] == old["metadata"]["name"]
-    for name in ("reader", "writer"):
-        eventually(
-            lambda n=name: sh(bed, n, "cat /data/hello").strip() == "written-by-writer",  # type: ignore[misc]
-            f"{name} reading the file again after kill -9 of the FUSE",
-            timeout=120,
-        )
+    both_read_again(bed, "after kill -9 of the FUSE")
     bed.figures["FUSE recovery (kill -9 to data readable)"] = time.monotonic() - t0
     assert pid not in fuse_processes(bed, bed.key)
     assert {kget(bed, "-n", APPS, "pod", n)["status"]["containerStatuses"][0]["restartCount"] for n in (
