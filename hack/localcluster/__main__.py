@@ -1,6 +1,6 @@
 """The local cluster's command line (``make up``, ``make down``, ``make status``), with hack/ on the path:
 
-    PYTHONPATH=hack python -m localcluster up     [--state-dir .dev] [--nodes 2] [--real-nodes 0] [--fluid]
+    PYTHONPATH=hack python -m localcluster up     [--state-dir .dev] [--nodes 2] [--real-nodes 1] [--fluid]
     PYTHONPATH=hack python -m localcluster down   [--state-dir .dev]
     PYTHONPATH=hack python -m localcluster status [--state-dir .dev]
 
@@ -24,6 +24,9 @@ from localcluster import realnodes
 from localcluster.lifecycle import down, status, up
 from localcluster.state import DEFAULT_STATE, USERS_CLUSTER_MARKER, Cluster, locked
 
+# One real node by default, tainted, so only the pods that ask for it land there.
+DEFAULT_REAL_NODES = 1
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
@@ -39,8 +42,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--real-nodes",
         type=int,
-        default=int(os.environ.get("LOCALCLUSTER_REAL_NODES", "0")),
-        help="real kubelet nodes (containerd, runc) beside the kwok ones (localcluster/realnodes.py)",
+        default=None,
+        help="real kubelet nodes beside the kwok ones, tainted (localcluster/realnodes.py): "
+        f"LOCALCLUSTER_REAL_NODES or {DEFAULT_REAL_NODES}; by default, none where the host cannot run one",
     )
     parser.add_argument("--bin-dir", help="use these binaries instead of building/looking up the cache")
     parser.add_argument(
@@ -59,7 +63,11 @@ def main(argv: list[str] | None = None) -> int:
                     "or give this one another STATE"
                 )
             cluster = up(state_dir, args.nodes, args.bin_dir)
-            realnodes.ensure(cluster, args.real_nodes)
+            asked = (
+                args.real_nodes if args.real_nodes is not None else os.environ.get("LOCALCLUSTER_REAL_NODES")
+            )
+            count = DEFAULT_REAL_NODES if asked is None else int(asked)
+            realnodes.ensure(cluster, count, required=asked is not None)
             if args.fluid:
                 # The product needs the venv (PyYAML, tomli-w): imported only when asked for.
                 from localcluster import product

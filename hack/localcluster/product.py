@@ -230,6 +230,16 @@ def ensure_curvine(cluster: Cluster) -> curvinecluster.Layout | None:
     return layout
 
 
+def restart_curvine_master(cluster: Cluster, layout: curvinecluster.Layout) -> None:
+    """The master alone stopped and started again on its configuration (its port, its journal), the
+    worker left running: a master's restart as its clients see it."""
+    master = [p for p in cluster.procs if p.name == "curvine-master"]
+    stop(master)
+    cluster.procs = [p for p in cluster.procs if p not in master]
+    started = start(cluster, "curvine-master", layout.server_argv("master"))
+    curvinecluster.wait_rpc(int(layout.master_addrs().rsplit(":", 1)[1]), started.alive, "curvine-master")
+
+
 def fuse_program(layout: curvinecluster.Layout | None) -> list[str]:
     """The CSI driver's FUSE flags: the real curvine-fuse with the nodes' settings, or the stand-in."""
     if layout is None:

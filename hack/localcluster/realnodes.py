@@ -2,7 +2,8 @@
 """Real kubelet nodes joined to the local control plane (controlplane.py): a containerd with runc
 and a kubelet per node, running real containers, everything private to the cluster.
 
-    PYTHONPATH=hack python -m localcluster up --real-nodes 1   # kwok nodes and one real node
+    PYTHONPATH=hack python -m localcluster up                  # kwok nodes and one real node
+    PYTHONPATH=hack python -m localcluster up --real-nodes 0   # kwok nodes only
     PYTHONPATH=hack python -m localcluster down                # stops them, leaves nothing behind
 
 Each node ``real-node-N`` is recorded in ``{state}/realnodes/real-node-N/node.json`` and keeps
@@ -428,6 +429,8 @@ def node_bins() -> Path:
 def missing_prerequisites() -> list[str]:
     """What a real node needs from this host beyond the Go-built binaries, each said with its fix."""
     problems = []
+    if os.geteuid() != 0:
+        problems.append("a real node needs root (containerd, runc, mounts, a bridge): run as root")
     for plugin in ("bridge", "host-local", "loopback"):
         if not (CNI_BIN / plugin).is_file():
             problems.append(
@@ -441,14 +444,26 @@ def missing_prerequisites() -> list[str]:
     return problems
 
 
-def ensure(cluster: Cluster, count: int, tainted: bool = True) -> list[RealNode]:
-    """``count`` real nodes, Ready: the ones already running are kept, missing ones started."""
+def ensure(cluster: Cluster, count: int, tainted: bool = True, required: bool = True) -> list[RealNode]:
+    """``count`` real nodes, Ready: the ones already running are kept, missing ones started. Not
+    ``required`` (``make up``'s default of one), a host that cannot have one (a missing package, the
+    binaries failing to build) gets none and is told why and how to silence it; a node that fails to
+    start is an error either way."""
     if count <= 0:
         return []
     problems = missing_prerequisites()
     if problems:
-        raise SystemExit("error: " + "; ".join(problems))
-    bins = node_bins()
+        if required:
+            raise SystemExit("error: " + "; ".join(problems))
+        log(f"no real node: {'; '.join(problems)} (LOCALCLUSTER_REAL_NODES=0 asks for none)")
+        return []
+    try:
+        bins = node_bins()
+    except SystemExit as failed:
+        if required:
+            raise
+        log(f"no real node: {failed} (LOCALCLUSTER_REAL_NODES=0 asks for none)")
+        return []
     nodes = []
     for index in range(count):
         existing = RealNode.load(cluster.state_dir / NODES_DIR / f"{NAME_PREFIX}{index}")

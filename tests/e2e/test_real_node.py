@@ -2,7 +2,7 @@
 container runs on it, ``kubectl logs`` and ``kubectl exec`` reach it through the API server, and deleting the
 pod leaves no container, shim, mount or network interface behind.
 
-The node is started here unless the cluster already has one (``LOCALCLUSTER_REAL_NODES=1 make up``),
+The node is started here unless the cluster already has one (``make up`` starts one),
 and stopped again at the end of the module when started here. Skipped, saying why, on a cluster
 hack/localcluster/ did not start (this test inspects the node's host) or when a real node cannot
 be built here."""
@@ -52,7 +52,7 @@ def real_node(kubeconfig: Path) -> Iterator[Node]:
         pytest.skip(
             f"KUBECONFIG names a cluster hack/localcluster/ did not start ({kubeconfig}): this test "
             "inspects a real node's host (containers, shims, mounts); run it without KUBECONFIG, or on "
-            "LOCALCLUSTER_REAL_NODES=1 make up"
+            "make up's cluster"
         )
     existing = realnodes.RealNode.load(kubeconfig.parent / realnodes.NODES_DIR / f"{realnodes.NAME_PREFIX}0")
     if existing is not None and realnodes.running(cluster, existing):

@@ -15,10 +15,12 @@ are not there."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 import tomllib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -32,7 +34,7 @@ from localcluster import product, realnodes
 from localcluster.peers import curvinebins, curvinecluster
 from tests.e2e.fluid import MANIFESTS, kubectl
 from tests.e2e.test_cli_inject import kubectl_fluid, ok
-from tests.e2e.test_real_node_fuse import app_pod
+from tests.e2e.test_real_node_fuse import app_pod, fuse_processes, node_fusemounts
 from tests.e2e.test_real_node_product import get, ready
 from tests.e2e.users_cluster import users_cluster, why_no_users_cluster
 from tests.e2e.wait import eventually
@@ -42,6 +44,7 @@ APPS = "default"
 NODE = f"{realnodes.NAME_PREFIX}0"
 DIRECTORY = "/real-node"  # the volume's directory in Curvine
 CLAIM = "curvine-real"
+WRITTEN = "written-through-curvine"
 SETTINGS = "curvine-node-settings"
 SETTINGS_DIR = "/etc/curvine-node"
 # The stand-in's flags in manifests/csi/node-daemonset.yaml, dropped for Curvine's own client.
@@ -53,6 +56,9 @@ class Bed:
     cluster: localcluster.Cluster
     layout: curvinecluster.Layout
     image: str
+    node: realnodes.RealNode
+    key: str = ""  # the volume's mount key, once its FUSE pod runs
+    figures: dict[str, float] = field(default_factory=dict)
 
     @property
     def kc(self) -> Path:
@@ -78,7 +84,9 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
     with users_cluster(tmp_path_factory.mktemp("curvine-cluster"), build) as cluster:
         layout = product.ensure_curvine(cluster)
         assert layout is not None
-        yield Bed(cluster, layout, curvine_image.name(version))
+        node = realnodes.RealNode.load(cluster.state_dir / realnodes.NODES_DIR / NODE)
+        assert node is not None
+        yield Bed(cluster, layout, curvine_image.name(version), node)
 
 
 def node_daemonset_for_curvine(ds: dict[str, Any], image: str) -> dict[str, Any]:
@@ -157,6 +165,14 @@ def sh(bed: Bed, pod: str, script: str) -> str:
     return kubectl(bed.kc, "-n", APPS, "exec", pod, "--", "sh", "-c", script)
 
 
+def sh_quiet(bed: Bed, pod: str, script: str) -> str:
+    """``sh`` whose failure (a read while the FUSE is away) is its output, for waiting on."""
+    try:
+        return sh(bed, pod, script)
+    except AssertionError as failed:
+        return str(failed)
+
+
 def test_two_real_pods_share_the_real_curvine_through_one_fuse_pod(bed: Bed, tmp_path: Path) -> None:
     kubectl(bed.kc, "apply", "-k", str(MANIFESTS))
     settings = pod_settings(bed.layout.node_settings.read_text())
@@ -180,7 +196,7 @@ def test_two_real_pods_share_the_real_curvine_through_one_fuse_pod(bed: Bed, tmp
             f"pod {name} Running with the Curvine volume",
             timeout=240,
         )
-    print(f"pods with the Curvine volume Running {time.monotonic() - t0:.1f}s after they were created")
+    bed.figures["pods with the Curvine volume Running after their creation"] = time.monotonic() - t0
 
     # One FUSE pod, from the Curvine image, running the real curvine-fuse on the real masters.
     [fuse] = fuse_pods(bed)
@@ -191,25 +207,100 @@ def test_two_real_pods_share_the_real_curvine_through_one_fuse_pod(bed: Bed, tmp
     kubectl(bed.kc, "-n", SYSTEM, "logs", fuse["metadata"]["name"])
     table = ok(kubectl_fluid(bed.kc, "mounts", "--node", NODE))
     assert bed.layout.master_addrs() in table, table
+    bed.key = fuse["metadata"]["labels"][names.LABEL_MOUNT_KEY]
+    assert fuse_processes(bed.node, bed.key), "the real curvine-fuse is not running in the node"
 
-    sh(bed, "writer", "echo written-through-curvine > /data/hello")
+    sh(bed, "writer", f"echo {WRITTEN} > /data/hello")
     read = sh(bed, "reader", "cat /data/hello").strip()
-    assert read == "written-through-curvine", (
+    assert read == WRITTEN, (
         f"the reader read {read!r}; curvine-fuse's log:\n"
         + kubectl(bed.kc, "-n", SYSTEM, "logs", fuse["metadata"]["name"])[-4000:]
     )
     with curvinecluster.mounted(bed.layout, DIRECTORY, tmp_path / "dir"):
-        assert (tmp_path / "dir" / "hello").read_text() == "written-through-curvine\n"
+        assert (tmp_path / "dir" / "hello").read_text() == f"{WRITTEN}\n"
 
-    key = fuse["metadata"]["labels"][names.LABEL_MOUNT_KEY]
+
+def both_read(bed: Bed, when: str) -> None:
+    """Both running pods read the writer's file (their containers were not restarted)."""
+    for name in ("reader", "writer"):
+        eventually(
+            lambda n=name: sh_quiet(bed, n, "cat /data/hello").strip() == WRITTEN,  # type: ignore[misc]
+            f"{name} reading the file again {when}",
+            timeout=120,
+        )
+    restarts = {get(bed.kc, "-n", APPS, "pod", n)["status"]["containerStatuses"][0]["restartCount"] for n in (
+        "reader", "writer")}  # fmt: skip
+    assert restarts == {0}, f"an app container was restarted {when}"
+
+
+def test_the_real_curvine_fuse_killed_9_in_its_pod_is_replaced_and_the_running_pods_read_again(
+    bed: Bed,
+) -> None:
+    [old] = fuse_pods(bed)
+    [pid] = eventually(lambda: fuse_processes(bed.node, bed.key), "the real curvine-fuse running in the node")
+    t0 = time.monotonic()
+    os.kill(pid, signal.SIGKILL)
+
+    def replaced() -> dict[str, Any] | None:
+        fresh = [p for p in fuse_pods(bed) if p["metadata"]["uid"] != old["metadata"]["uid"]]
+        return fresh[0] if fresh and fresh[0]["status"]["phase"] == "Running" else None
+
+    new = eventually(replaced, "the killed curvine-fuse's pod replaced by the node service", timeout=120)
+    assert new["metadata"]["name"] == old["metadata"]["name"]
+    both_read(bed, "after kill -9 of curvine-fuse")
+    bed.figures["curvine-fuse kill -9 in its pod to both pods reading again"] = time.monotonic() - t0
+    assert pid not in fuse_processes(bed.node, bed.key)
+    sh(bed, "reader", "echo after-recovery > /data/again")
+    assert sh(bed, "writer", "cat /data/again").strip() == "after-recovery"
+
+
+def test_after_a_master_restart_the_pods_read_again_or_the_fusemount_says_broken_and_why(bed: Bed) -> None:
+    """The master's restart is not the FUSE's death: the same curvine-fuse either serves the pods
+    again, or, when the restarted master no longer knows the FUSE's fs-path (this single-node test
+    bed's master may come back without what was made since it started), the FuseMount says Broken and
+    why, rather than Ready over a dead mount."""
+    [pid] = fuse_processes(bed.node, bed.key)
+    t0 = time.monotonic()
+    product.restart_curvine_master(bed.cluster, bed.layout)
+    seen: list[str] = []
+
+    def outcome() -> str | None:
+        got = sh_quiet(bed, "reader", "cat /data/hello").strip()
+        seen.append(got)
+        if got == WRITTEN:
+            return "served again"
+        [fm] = [m for m in node_fusemounts(bed.kc) if m["spec"]["mountKey"] == bed.key]
+        status = fm.get("status", {})
+        if status.get("phase") == "Broken" and fm["spec"]["fsPath"] in status.get("reason", ""):
+            return f"Broken: {status['reason']}"
+        return None
+
+    try:
+        said = eventually(outcome, "served again, or Broken with the reason", timeout=120, interval=1)
+    except AssertionError:
+        raise AssertionError(
+            f"after the master's restart the reader saw {seen[:3]} ... {seen[-3:]}"
+        ) from None
+    bed.figures[f"master restart to the mount's outcome ({said[:40]})"] = time.monotonic() - t0
+    if said == "served again":
+        both_read(bed, "after the master's restart")
+    assert fuse_processes(bed.node, bed.key) == [pid], "the FUSE was replaced, not recovered"
+
+
+def test_both_pods_deleted_the_fuse_pod_goes_and_nothing_of_the_volume_stays_mounted(bed: Bed) -> None:
     kubectl(bed.kc, "-n", APPS, "delete", "pod", "writer", "reader")
     eventually(lambda: not fuse_pods(bed), "the FUSE pod deleted once no volume is staged", timeout=120)
-    node = realnodes.RealNode.load(bed.cluster.state_dir / realnodes.NODES_DIR / NODE)
-    assert node is not None
+    eventually(lambda: not fuse_processes(bed.node, bed.key), "no curvine-fuse of the key left", timeout=30)
 
     def key_mounts() -> list[str]:
         with open("/proc/self/mountinfo") as table:
             host = [line.split()[4] for line in table]
-        return [p for p in host + realnodes.namespace_mounts(bed.cluster, node) if key in p]
+        return [p for p in host + realnodes.namespace_mounts(bed.cluster, bed.node) if bed.key in p]
 
     eventually(lambda: not key_mounts(), "nothing of the mount key mounted, host or node", timeout=60)
+
+
+def test_zz_figures(bed: Bed) -> None:
+    """The module's measurements, for the notes (not thresholds)."""
+    for what, seconds in bed.figures.items():
+        print(f"{what}: {seconds:.1f}s")

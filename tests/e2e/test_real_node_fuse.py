@@ -153,8 +153,12 @@ def fuse_pods(bed: Bed) -> list[dict[str, Any]]:
 
 
 def mounts_json(bed: Bed) -> list[dict[str, Any]]:
-    out = ok(kubectl_fluid(bed.kc, "mounts", "--node", NODE, "-o", "json"))
-    listed = json.loads(out)
+    return node_fusemounts(bed.kc)
+
+
+def node_fusemounts(kc: Path) -> list[dict[str, Any]]:
+    """The real node's FuseMounts, as ``kubectl fluid mounts -o json`` lists them."""
+    listed = json.loads(ok(kubectl_fluid(kc, "mounts", "--node", NODE, "-o", "json")))
     return listed["items"] if isinstance(listed, dict) else listed  # type: ignore[no-any-return]
 
 
@@ -282,7 +286,7 @@ def target_pods(bed: Bed) -> set[str]:
     return {t["podUID"] for v in fm.get("status", {}).get("volumes", []) for t in v.get("targets", [])}
 
 
-def fuse_processes(bed: Bed, key: str | None = None) -> list[int]:
+def fuse_processes(node: realnodes.RealNode, key: str | None = None) -> list[int]:
     """The FUSE programs of the node's keys (of ``key`` alone when given), seen from this machine
     (their standalone pods' containers are processes of it)."""
     under = (names.fuse_mount_path(key) if key else names.fuse_mounts_root()).encode()
@@ -291,7 +295,7 @@ def fuse_processes(bed: Bed, key: str | None = None) -> list[int]:
         try:
             argv = (proc / "cmdline").read_bytes().split(b"\0")
             # The node's own: under its cgroup root (another cluster's node may run beside it).
-            ours = bed.node.cgroup_root in (proc / "cgroup").read_text()
+            ours = node.cgroup_root in (proc / "cgroup").read_text()
         except OSError:
             continue
         if ours and any(b"curvine-fuse" in a for a in argv[:2]) and any(under in a for a in argv):
@@ -302,7 +306,7 @@ def fuse_processes(bed: Bed, key: str | None = None) -> list[int]:
 def test_a_fuse_killed_9_in_its_pod_is_replaced_and_running_pods_see_the_data_again(bed: Bed) -> None:
     [old] = fuse_pods(bed)
     [pid] = eventually(
-        lambda: fuse_processes(bed, bed.key), "the FUSE program of the key running on the node"
+        lambda: fuse_processes(bed.node, bed.key), "the FUSE program of the key running on the node"
     )
     t0 = time.monotonic()
     os.kill(pid, signal.SIGKILL)
@@ -316,7 +320,7 @@ def test_a_fuse_killed_9_in_its_pod_is_replaced_and_running_pods_see_the_data_ag
     assert new["metadata"]["name"] == old["metadata"]["name"]
     both_read_again(bed, "after kill -9 of the FUSE")
     bed.figures["FUSE recovery (kill -9 to data readable)"] = time.monotonic() - t0
-    assert pid not in fuse_processes(bed, bed.key)
+    assert pid not in fuse_processes(bed.node, bed.key)
     assert {kget(bed, "-n", APPS, "pod", n)["status"]["containerStatuses"][0]["restartCount"] for n in (
         "reader", "writer")} == {0}  # fmt: skip
 
@@ -335,7 +339,9 @@ def test_deleting_the_pods_drops_the_refcount_then_stops_the_fuse_leaving_nothin
     eventually(lambda: not fuse_pods(bed), "the FUSE pod deleted once no volume is staged", timeout=90)
     eventually(lambda: not key_mounts(bed), "nothing of the mount key mounted, host or node", timeout=60)
     eventually(
-        lambda: not fuse_processes(bed, bed.key), "no FUSE program of the key left on the node", timeout=30
+        lambda: not fuse_processes(bed.node, bed.key),
+        "no FUSE program of the key left on the node",
+        timeout=30,
     )
     assert [m for m in mounts_json(bed) if m["spec"]["mountKey"] == bed.key] == []
     assert not [
@@ -441,4 +447,4 @@ def test_a_symlink_at_a_volumes_directory_is_refused_and_the_pod_says_where(bed:
         delete_claim(bed, name)
         (cluster / name).unlink()
     eventually(lambda: fuse_pods(bed) == [], "no FUSE pod left once the pod is gone", timeout=90)
-    eventually(lambda: not fuse_processes(bed), "no FUSE program left once the pod is gone", timeout=30)
+    eventually(lambda: not fuse_processes(bed.node), "no FUSE program left once the pod is gone", timeout=30)

@@ -239,3 +239,67 @@ def test_node_ip_is_the_first_global_ipv4_address() -> None:
     assert realnodes.host_address(out) == "192.0.2.2"
     with pytest.raises(SystemExit, match="no global IPv4 address"):
         realnodes.host_address("")
+
+
+def test_make_ups_default_node_is_skipped_saying_why_where_the_host_cannot_run_one(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(
+        realnodes, "missing_prerequisites", lambda: ["CNI plugin missing: apt-get install -y x"]
+    )
+    assert realnodes.ensure(None, 1, required=False) == []  # type: ignore[arg-type]
+    said = capsys.readouterr()
+    assert "no real node: CNI plugin missing: apt-get install -y x" in said.out + said.err
+    assert "LOCALCLUSTER_REAL_NODES=0" in said.out + said.err
+    # Asked for by name, the same host is an error: the caller wanted a node.
+    with pytest.raises(SystemExit, match="error: CNI plugin missing"):
+        realnodes.ensure(None, 1, required=True)  # type: ignore[arg-type]
+
+
+def test_make_ups_default_node_is_skipped_when_its_binaries_do_not_build(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def failed() -> Path:
+        raise SystemExit("error: building the real node's binaries failed (see the lines above)")
+
+    monkeypatch.setattr(realnodes, "missing_prerequisites", list)
+    monkeypatch.setattr(realnodes, "node_bins", failed)
+    assert realnodes.ensure(None, 1, required=False) == []  # type: ignore[arg-type]
+    said = capsys.readouterr()
+    assert "no real node: error: building the real node's binaries failed" in said.out + said.err
+    with pytest.raises(SystemExit, match="binaries failed"):
+        realnodes.ensure(None, 1, required=True)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "expected"),
+    [
+        ([], None, (1, False)),  # make up: one node, left out (said why) where the host cannot run one
+        ([], "0", (0, True)),
+        ([], "2", (2, True)),
+        (["--real-nodes", "3"], "0", (3, True)),  # the flag over the variable
+    ],
+)
+def test_make_up_starts_one_real_node_unless_told_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    argv: list[str],
+    env: str | None,
+    expected: tuple[int, bool],
+) -> None:
+    from localcluster import __main__ as cli
+
+    seen: list[tuple[int, bool]] = []
+
+    def ensure(_cluster: object, count: int, required: bool) -> list[realnodes.RealNode]:
+        seen.append((count, required))
+        return []
+
+    monkeypatch.setattr(cli, "up", lambda *_: None)
+    monkeypatch.setattr(realnodes, "ensure", ensure)
+    if env is None:
+        monkeypatch.delenv("LOCALCLUSTER_REAL_NODES", raising=False)
+    else:
+        monkeypatch.setenv("LOCALCLUSTER_REAL_NODES", env)
+    assert cli.main(["up", "--state-dir", str(tmp_path), *argv]) == 0
+    assert seen == [expected]

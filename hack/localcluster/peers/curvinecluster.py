@@ -245,7 +245,7 @@ def _stale(path: Path) -> bool:
 
 class LocalCurvine:
     """Master and worker as children of this process (the e2e tests' and the bench's own Curvine):
-    ``start``, ``restart_master``, ``stop``; the worker is SIGKILLed, it ignores SIGTERM once its
+    ``start``, ``stop``; the worker is SIGKILLed, it ignores SIGTERM once its
     master is gone."""
 
     def __init__(self, root: Path) -> None:
@@ -291,10 +291,6 @@ class LocalCurvine:
             except subprocess.TimeoutExpired:
                 self.master.kill()
                 self.master.wait()
-
-    def restart_master(self) -> None:
-        self.stop_master()
-        self.start_master()
 
     def stop(self) -> None:
         if self.worker is not None and self.worker.poll() is None:
