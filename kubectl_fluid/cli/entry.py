@@ -58,6 +58,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 1
         return 0
+    from kubectl_fluid.cli import fastpath
+
+    code = fastpath.run(args)
+    if code is not None:
+        return code
     from kubectl_fluid.cli.main import main as click_main
 
     return click_main(argv)

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from kubectl_fluid.cli import DEFAULT_REQUEST_TIMEOUT
+
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
 
 Command = Callable[..., None]
 Completer = Callable[[click.Context, click.Parameter, str], "list[CompletionItem]"]
-DEFAULT_REQUEST_TIMEOUT = "30s"
 
 
 def _completer(name: str) -> Completer:

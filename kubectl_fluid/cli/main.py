@@ -156,13 +156,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except Exception as e:
-        message = message_for(e)
-        if message is None:
-            if os.environ.get(DEBUG_ENV):
-                raise
-            message = f"unexpected {type(e).__name__}: {e} (set {DEBUG_ENV}=1 for a traceback)"
-        return _fail(message, e.ctx if isinstance(e, click.UsageError) else None)
+        return failed(e)
     return result if isinstance(result, int) else 0
+
+
+def failed(e: Exception) -> int:
+    """The exit status of a command that raised ``e``, its ``error:`` line written (called while
+    handling ``e``: a bug is raised again under KUBECTL_FLUID_DEBUG)."""
+    message = message_for(e)
+    if message is None:
+        if os.environ.get(DEBUG_ENV):
+            raise  # noqa: PLE0704 (always called from an except block)
+        message = f"unexpected {type(e).__name__}: {e} (set {DEBUG_ENV}=1 for a traceback)"
+    return _fail(message, e.ctx if isinstance(e, click.UsageError) else None)
 
 
 if __name__ == "__main__":

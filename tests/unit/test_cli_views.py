@@ -14,7 +14,7 @@ from kubectl_fluid.api.datasetrefs import configmap_problem
 from kubectl_fluid.cli import datasets as ds_view
 from kubectl_fluid.cli import mounts as mount_view
 from kubectl_fluid.cli.checks import selector_matches
-from kubectl_fluid.cli.config import env_entries, pretty_json
+from kubectl_fluid.cli.configview import env_entries, pretty_json
 from kubectl_fluid.cli.podview import claim_names, injected_datasets, is_dataset_pvc, requested_datasets
 
 NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
