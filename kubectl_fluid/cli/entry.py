@@ -1,10 +1,11 @@
-"""The ``kubectl-fluid`` executable's first module: the root's ``--help`` without importing click.
+"""The ``kubectl-fluid`` executable's first module: the root's ``--help`` (and ``config show``) without click.
 
 Importing click and building the root command is most of a ``kubectl fluid --help`` (about 60 of
 85 ms, against kubectl's 60 ms for ``kubectl version --client``). The root's help is the same text
 every time for a given width, so it is rendered by click ahead of time (``roothelp.py``, for the two
 widths almost every run gets: 80 columns, the width of a pipe and of most terminals, and 110 or
-more, click's cap) and printed from there. Any other argument, or any other width, goes to click.
+more, click's cap) and printed from there. ``config show`` in the spellings ``fastpath`` knows runs
+without click too. Any other argument, or any other width, goes to click.
 
     python -m kubectl_fluid.cli.entry --write   # render roothelp.py again (after changing the root)
     python -m kubectl_fluid.cli.entry --check   # exit 1 when roothelp.py is not what click prints
