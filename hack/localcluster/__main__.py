@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                 product.ensure_webhook(cluster)
                 layout = product.ensure_curvine(cluster)
                 product.ensure_csi_nodes(cluster, layout)
+                product.ensure_real_node_csi(cluster, layout)
                 product.ensure_csi_controller(cluster, layout)
         else:
             down(state_dir)

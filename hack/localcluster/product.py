@@ -29,6 +29,8 @@ from typing import Any
 
 import yaml
 
+from kubectl_fluid.api import names as fluid_names
+from localcluster import realnodes
 from localcluster.peers import curvinebins, curvinecluster
 from localcluster.state import (
     CSI_CONTROLLER_DIR,
@@ -323,6 +325,35 @@ def ensure_csi_nodes(cluster: Cluster, layout: curvinecluster.Layout | None = No
         30,
         [standin],
     )
+
+
+def ensure_real_node_csi(cluster: Cluster, layout: curvinecluster.Layout | None = None) -> None:
+    """The CSI node service of each real node, a local process as the kwok nodes' are, but run in the
+    node's own mount namespace (realnodes.in_node) with the DaemonSet's paths, so it registers with
+    the node's kubelet itself and kubelet's calls name paths it can use: a Fluid volume in a real
+    container, from the code in this checkout. Embedded FUSE (the same program as the kwok nodes'),
+    whose processes ``make down`` stops with the node's namespace."""
+    kubeconfig = service_account_kubeconfig(cluster, "fluid-csi-node")
+    data = cluster.state_dir / "curvine-data"
+    data.mkdir(parents=True, exist_ok=True)
+    for node in realnodes.recorded(cluster):
+        name = f"fluid-csi-{node.name}"
+        if any(p.name == name and p.alive() for p in cluster.procs):
+            continue
+        stop([p for p in cluster.procs if p.name == name])
+        cluster.procs = [p for p in cluster.procs if p.name != name]
+        port = free_ports([name])[name]
+        cluster.ports[name] = port
+        log(f"starting {name} in the node's mount namespace (/readyz on 127.0.0.1:{port})")
+        command = [
+            sys.executable, "-m", "csi.main", "--mode=node", f"--node-id={node.name}",
+            f"--endpoint=unix://{fluid_names.KUBELET_PLUGINS_ROOT}/{fluid_names.CSI_DRIVER}/csi.sock",
+            *fuse_program(layout), "--mount-mode=embedded", f"--kubeconfig={kubeconfig}",
+            "--health-host=127.0.0.1", f"--health-port={port}",
+        ]  # fmt: skip
+        env = {"CURVINE_STANDIN_DATA": str(data)}
+        start(cluster, name, realnodes.in_node(cluster, node, command), env=env)
+        wait_for(f"{name} /readyz", lambda port=port: ready(port), cluster, 30, [name])
 
 
 def ensure_csi_controller(cluster: Cluster, layout: curvinecluster.Layout | None = None) -> None:

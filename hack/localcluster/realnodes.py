@@ -47,6 +47,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -583,6 +584,51 @@ def _share_root(node: RealNode) -> None:
             raise SystemExit(f"error: mount {' '.join(args)}: {run.stderr.strip()}")
 
 
+def in_node(cluster: Cluster, node: RealNode, argv: list[str]) -> list[str]:
+    """``argv`` run in the node's own mount namespace (containerd's), as kubelet is: the paths it
+    sees are the node's (``make up`` runs the product's CSI node service there)."""
+    [containerd] = [p for p in cluster.procs if p.name == f"containerd-{node.name}"]
+    return ["nsenter", f"--mount=/proc/{containerd.pid}/ns/mnt", "--", *argv]
+
+
+def recorded(cluster: Cluster) -> list[RealNode]:
+    """The real nodes of ``cluster`` that are running, by name."""
+    folder = cluster.state_dir / NODES_DIR
+    nodes = [RealNode.load(sub) for sub in sorted(folder.iterdir())] if folder.is_dir() else []
+    return [n for n in nodes if n is not None and running(cluster, n)]
+
+
+def _namespace_of(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt")
+    except OSError:
+        return None
+
+
+def _stop_namespace(namespace: str | None) -> None:
+    """Every process left in the node's mount namespace (a local CSI node service and the FUSE
+    programs it started, which outlive it by design): SIGTERM, then SIGKILL after 10 s."""
+    if namespace is None or namespace == _namespace_of(os.getpid()):
+        return
+
+    def members() -> list[int]:
+        pids = [int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit()]
+        return [pid for pid in pids if _namespace_of(pid) == namespace]
+
+    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        left = members()
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + wait
+        while left and time.monotonic() < deadline:
+            for pid in left:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+            time.sleep(0.05)
+            left = [pid for pid in left if Path(f"/proc/{pid}").exists()]
+
+
 def namespace_mounts(cluster: Cluster, node: RealNode) -> list[str]:
     """The mount points of the node's own namespace (containerd's), for checks that nothing is left."""
     [containerd] = [p for p in cluster.procs if p.name == f"containerd-{node.name}"]
@@ -753,7 +799,11 @@ def stop(cluster: Cluster, node: RealNode) -> None:
                 check=False,
             )
     containerd = [p for p in cluster.procs if p.name in (f"containerd-{node.name}", f"coredns-{node.name}")]
+    # Read before containerd goes (a recorded pid is trusted only while alive, see state.Proc).
+    live = [p.pid for p in containerd if p.name == f"containerd-{node.name}" and p.alive()]
+    view = _namespace_of(live[0]) if live else None
     state.stop(containerd)
+    _stop_namespace(view)
     for args in service_rules_removal(node):
         _iptables(args)
     # The shims (their command lines name the node's socket), then every mount under the node's folder

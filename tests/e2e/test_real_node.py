@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -205,6 +206,76 @@ def test_down_leaves_no_container_shim_mount_bridge_rule_cgroup_or_netns(
     assert not list(Path("/sys/fs/cgroup").glob(f"*/{node.cgroup_root.strip('/')}"))
     assert not Path(node.dir).exists()
     assert not Path(node.record).exists()
+    assert not [p for p in cluster.procs if p.alive()]
+
+
+def in_namespace(view: str) -> list[str]:
+    """The command lines of every process in mount namespace ``view`` (a /proc/PID/ns/mnt link)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and os.readlink(proc / "ns" / "mnt") == view:
+                found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+        except OSError:
+            continue
+    return found
+
+
+def test_make_ups_real_node_mounts_a_fluid_volume_through_the_local_csi_node_service(
+    real_node: Node, tmp_path: Path
+) -> None:
+    """make up's real node: the product's CSI node service runs as a local process in the node's own
+    mount namespace (product.ensure_real_node_csi), registers with the node's kubelet itself, and a
+    real container gets a Fluid volume from it (the FUSE stand-in's data); make down stops it and the
+    FUSE it started, leaving nothing in that namespace or mounted."""
+    from kubectl_fluid.api import names
+    from localcluster import product
+
+    state = tmp_path / "own"
+    cluster = localcluster.up(state, 0, None)
+    try:
+        product.install(cluster)
+        [node] = realnodes.ensure(cluster, 1)
+        product.ensure_real_node_csi(cluster, None)
+        [containerd] = [p for p in cluster.procs if p.name == f"containerd-{node.name}"]
+        view = os.readlink(f"/proc/{containerd.pid}/ns/mnt")
+        kc = cluster.kubeconfig
+        eventually(
+            lambda: (
+                names.CSI_DRIVER
+                in kubectl(kc, "get", "csinode", node.name, "-o", "jsonpath={.spec.drivers[*].name}")
+            ),
+            "the node's kubelet listing the driver its local node service registered",
+            timeout=60,
+        )
+        masters = "127.0.0.1:8995"
+        data = state / "curvine-data" / names.cluster_id(masters) / "vol"
+        data.mkdir(parents=True)
+        (data / "hello").write_text("from the host\n")
+        csi = {"driver": names.CSI_DRIVER, "volumeHandle": "vol", "volumeAttributes": {
+            names.PARAM_MASTER_ADDRS: masters, names.PARAM_CURVINE_PATH: "/vol"}}  # fmt: skip
+        volume = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "vol"}, "spec": {
+            "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteMany"], "storageClassName": "",
+            "claimRef": {"namespace": "default", "name": "vol"}, "csi": csi}}  # fmt: skip
+        claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "vol"}, "spec": {
+            "accessModes": ["ReadWriteMany"], "storageClassName": "", "volumeName": "vol",
+            "resources": {"requests": {"storage": "1Gi"}}}}  # fmt: skip
+        pod = busybox_pod("vol", "x")
+        spec: dict[str, Any] = pod["spec"]  # type: ignore[assignment]
+        spec["containers"][0]["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+        spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "vol"}}]
+        body = {"apiVersion": "v1", "kind": "List", "items": [volume, claim, pod]}
+        kubectl(kc, "apply", "-f", "-", stdin=json.dumps(body))
+        kubectl(kc, "wait", "--for=condition=Ready", "pod/vol", "--timeout=120s")
+        assert kubectl(kc, "exec", "vol", "--", "cat", "/data/hello") == "from the host\n"
+        kubectl(kc, "exec", "vol", "--", "sh", "-c", "echo from the pod > /data/back")
+        assert (data / "back").read_text() == "from the pod\n"
+        assert any("csi.standin.fusestandin" in c for c in in_namespace(view)), in_namespace(view)
+    finally:
+        localcluster.down(state)
+    assert in_namespace(view) == []
+    with open("/proc/self/mountinfo") as table:
+        assert str(state.resolve()) not in table.read()
     assert not [p for p in cluster.procs if p.alive()]
 
 
