@@ -6,7 +6,9 @@ control plane and Mooncake, so a skip there means a check that silently did not 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Generator
 from pathlib import Path
 
@@ -16,6 +18,34 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 # hack/ holds the local-cluster driver; the e2e fixture and its own tests import it.
 sys.path.insert(0, str(REPO / "hack"))
+
+
+_OWN_BASETEMP = pytest.StashKey[Path]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """A temporary root of the session's own. pytest's default (/tmp/pytest-of-USER/pytest-N) keeps
+    the last three sessions' and deletes older ones when a session starts: a second pytest started
+    while `make test` ran deleted the running suite's cluster state (a real node's containerd
+    exited, its configuration gone). Removed when the session passed and nothing is mounted in it;
+    kept, for a post-mortem, when it failed."""
+    if config.option.basetemp is None:
+        own = Path(tempfile.mkdtemp(prefix="kubectl-fluid-pytest-"))
+        config.option.basetemp = str(own)
+        config.stash[_OWN_BASETEMP] = own
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    own = session.config.stash.get(_OWN_BASETEMP, None)
+    if own is None:
+        return
+    with open("/proc/self/mountinfo") as table:
+        mounted = any(line.split()[4].startswith(str(own)) for line in table)
+    if exitstatus == 0 and not mounted:
+        shutil.rmtree(own, ignore_errors=True)
+    else:
+        sys.stderr.write(f"pytest's temporary files kept in {own}\n")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
