@@ -1,6 +1,6 @@
 """The controller's Curvine backend (a FUSE mount of each cluster's root that the controller owns)
-over real gRPC, with the stand-in as its FUSE program here (test_curvine.py runs it on the real
-Curvine): directories made and removed through the mount, the masters of a deleted volume found in
+over real gRPC, with the stand-in as its FUSE program here (test_make_up_curvine.py runs it on the
+real Curvine): directories made and removed through the mount, the masters of a deleted volume found in
 memory or in its PV, never in another volume's PV, and the mounts gone when the service stops."""
 
 from __future__ import annotations
