@@ -127,6 +127,13 @@ class Cluster:
         )
 
 
+def process_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of the cluster's processes: this one's, less KUBECONFIG, plus ``extra``. Each is
+    told its cluster by flag, and csi-provisioner prefers KUBECONFIG to its --kubeconfig: from a shell
+    (or a test session) whose KUBECONFIG named another cluster, it provisioned for that one."""
+    return {**{k: v for k, v in os.environ.items() if k != "KUBECONFIG"}, **(extra or {})}
+
+
 def start(cluster: Cluster, name: str, argv: list[str], env: dict[str, str] | None = None) -> Proc:
     cluster.logs.mkdir(parents=True, exist_ok=True)
     with open(cluster.logs / f"{name}.log", "wb") as out:
@@ -137,7 +144,7 @@ def start(cluster: Cluster, name: str, argv: list[str], env: dict[str, str] | No
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env=None if env is None else {**os.environ, **env},
+            env=process_env(env),
         )
     started = proc_start_time(child.pid)
     if started is None:

@@ -126,8 +126,15 @@ def test_the_real_node_is_a_ready_kubelet_on_containerd(real_node: Node, core: c
     assert status.node_info.container_runtime_version.startswith("containerd://2.")
     assert any(c.type == "Ready" and c.status == "True" for c in status.conditions)
     # The rest of the suite keeps landing on kwok nodes: the real node takes only pods that ask for it.
-    taints = core.read_node(real_node.node.name).spec.taints
-    assert [(t.key, t.effect) for t in taints] == [(realnodes.REAL_NODE_KEY, "NoSchedule")]
+    # node-lifecycle takes its not-ready taint off a moment after the node turns Ready.
+    eventually(
+        lambda: (
+            [(t.key, t.effect) for t in core.read_node(real_node.node.name).spec.taints]
+            == [(realnodes.REAL_NODE_KEY, "NoSchedule")]
+        ),
+        "the real node's taints: its own alone",
+        timeout=30,
+    )
     if real_node.started_in is not None:
         print(f"real node start to Ready: {real_node.started_in:.1f}s")
 

@@ -7,6 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -95,3 +96,15 @@ def test_fake_nodes_carry_the_annotation_kwok_selects_on() -> None:
     assert node["metadata"]["labels"]["kubernetes.io/hostname"] == "kwok-node-3"
     # No taint: ordinary Deployments must land without tolerations.
     assert "taints" not in node.get("spec", {})
+
+
+def test_the_clusters_processes_never_see_the_callers_kubeconfig(monkeypatch: pytest.MonkeyPatch) -> None:
+    # csi-provisioner prefers KUBECONFIG to its --kubeconfig: it provisioned for the caller's cluster.
+    from localcluster.state import process_env
+
+    monkeypatch.setenv("KUBECONFIG", "/elsewhere/kubeconfig")
+    monkeypatch.setenv("KEEP_ME", "1")
+    env = process_env({"CURVINE_STANDIN_DATA": "/data"})
+    assert "KUBECONFIG" not in env
+    assert (env["KEEP_ME"], env["CURVINE_STANDIN_DATA"]) == ("1", "/data")
+    assert "KUBECONFIG" not in process_env()
