@@ -10,7 +10,7 @@ STATE ?= .dev
 
 help:
 	@echo "make demo    start a local cluster with a real node, deploy the product, walk through both data paths"
-	@echo "make up      start the local cluster (.dev/kubeconfig) with the CRDs and fluid-controller installed"
+	@echo "make up      start the local cluster (.dev/kubeconfig): kwok nodes, one real node, the product as local processes"
 	@echo "make down    stop everything 'make up' started and remove its state"
 	@echo "make test    lint + unit + e2e (own private cluster, or the one KUBECONFIG names)"
 	@echo "make bench   figures and ratios, printed side by side (SCALE=1: 2,000 datasets; PAIRS=N; ONLY=controller)"
