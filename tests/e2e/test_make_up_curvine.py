@@ -36,7 +36,7 @@ from kubectl_fluid.api import names
 from localcluster import product, realnodes
 from localcluster.peers import curvinebins, curvinecluster
 from tests.e2e.fluid import kubectl
-from tests.e2e.test_real_node import busybox_pod, in_namespace, why_no_real_node
+from tests.e2e.test_real_node import busybox_pod, in_namespace, namespace_processes, why_no_real_node
 from tests.e2e.test_real_node_fuse import node_fusemounts
 from tests.e2e.wait import eventually
 
@@ -118,16 +118,7 @@ def reads(bed: Bed, pod: str) -> bool:
 def fuse_pids(bed: Bed) -> list[int]:
     """The curvine-fuse programs in the node's namespace that serve a volume (not the CSI
     controller's own, which runs on the host)."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if proc.name.isdigit() and os.readlink(proc / "ns" / "mnt") == bed.view:
-                argv = (proc / "cmdline").read_bytes().split(b"\0")
-                if argv and argv[0].endswith(b"curvine-fuse"):
-                    found.append(int(proc.name))
-        except OSError:
-            continue
-    return found
+    return [pid for pid, argv in namespace_processes(bed.view).items() if argv[0].endswith(b"curvine-fuse")]
 
 
 def service_log(bed: Bed) -> str:

@@ -216,16 +216,21 @@ def test_down_leaves_no_container_shim_mount_bridge_rule_cgroup_or_netns(
     assert not [p for p in cluster.procs if p.alive()]
 
 
-def in_namespace(view: str) -> list[str]:
-    """The command lines of every process in mount namespace ``view`` (a /proc/PID/ns/mnt link)."""
-    found = []
+def namespace_processes(view: str) -> dict[int, list[bytes]]:
+    """pid → argv of every process in mount namespace ``view`` (a /proc/PID/ns/mnt link)."""
+    found = {}
     for proc in Path("/proc").iterdir():
         try:
             if proc.name.isdigit() and os.readlink(proc / "ns" / "mnt") == view:
-                found.append((proc / "cmdline").read_bytes().replace(b"\0", b" ").decode())
+                found[int(proc.name)] = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
     return found
+
+
+def in_namespace(view: str) -> list[str]:
+    """The command lines of every process in mount namespace ``view``."""
+    return [b" ".join(argv).decode(errors="replace") for argv in namespace_processes(view).values()]
 
 
 def test_make_ups_real_node_mounts_a_fluid_volume_through_the_local_csi_node_service(

@@ -242,17 +242,17 @@ def test_node_ip_is_the_first_global_ipv4_address() -> None:
 
 
 def test_make_ups_default_node_is_skipped_saying_why_where_the_host_cannot_run_one(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(
-        realnodes, "missing_prerequisites", lambda: ["CNI plugin missing: apt-get install -y x"]
-    )
+    # A host without the node's tools, for real: a PATH where none of them is.
+    monkeypatch.setenv("PATH", str(tmp_path))
     assert realnodes.ensure(None, 1, required=False) == []  # type: ignore[arg-type]
     said = capsys.readouterr()
-    assert "no real node: CNI plugin missing: apt-get install -y x" in said.out + said.err
+    assert "no real node: " in said.out + said.err
+    assert "ip not found: apt-get install -y iproute2" in said.out + said.err
     assert "LOCALCLUSTER_REAL_NODES=0" in said.out + said.err
     # Asked for by name, the same host is an error: the caller wanted a node.
-    with pytest.raises(SystemExit, match="error: CNI plugin missing"):
+    with pytest.raises(SystemExit, match=r"error: .*ip not found"):
         realnodes.ensure(None, 1, required=True)  # type: ignore[arg-type]
 
 
