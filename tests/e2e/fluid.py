@@ -45,6 +45,20 @@ def kubectl_binary() -> str:
     return found
 
 
+# kubectl's own --timeout bounds a wait; the process gets that and this much more to report it.
+KUBECTL_GRACE_S = 30
+KUBECTL_DEFAULT_DEADLINE_S = 120
+
+
+def kubectl_deadline(args: tuple[str, ...]) -> float:
+    """Seconds to give a kubectl run: past its own ``--timeout=Ns`` (so kubectl, not the test,
+    says what it was waiting for), else the default."""
+    for arg in args:
+        if arg.startswith("--timeout=") and arg.endswith("s") and arg[10:-1].isdigit():
+            return int(arg[10:-1]) + KUBECTL_GRACE_S
+    return KUBECTL_DEFAULT_DEADLINE_S
+
+
 def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
     run = subprocess.run(
         [kubectl_binary(), f"--kubeconfig={kubeconfig}", *args],
@@ -52,7 +66,7 @@ def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
         capture_output=True,
         text=True,
         check=False,
-        timeout=120,
+        timeout=kubectl_deadline(args),
     )
     if run.returncode != 0:
         raise AssertionError(f"kubectl {' '.join(args)} failed: {run.stderr.strip()}")

@@ -17,6 +17,7 @@ bootstrap therefore runs as a local process authenticated as the chart's Service
 from __future__ import annotations
 
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -217,7 +218,32 @@ def test_kustomize_install_applies_rolls_out_and_is_deleted(own_cluster: localcl
         # No version label in the kustomize install: the version is the image's tag.
         assert shown[(kind, name)][0] == component
         assert shown[(kind, name)][3] == "latest"
-    deleted = kubectl(kubeconfig, "delete", "-k", str(MANIFESTS), "--wait=true", "--timeout=180s")
+    try:
+        deleted = kubectl(kubeconfig, "delete", "-k", str(MANIFESTS), "--wait=true", "--timeout=180s")
+    except (AssertionError, subprocess.TimeoutExpired) as e:
+        # Once in a CI run this waited past 120 s (15 s here): what was left says why, next time.
+        raise AssertionError(f"{e}\n{deletion_left(own_cluster)}") from None
     assert f'namespace "{NS}" deleted' in deleted
     wait_until_gone(client.CoreV1Api(api).read_namespace, NS, what=f"namespace {NS}", timeout=120)
     assert not apps.list_deployment_for_all_namespaces(label_selector="app.kubernetes.io/part-of=fluid").items
+
+
+def deletion_left(cluster: localcluster.Cluster) -> str:
+    """What an uninstall left behind: the namespace's status, the CRDs still there, and what the
+    namespace controller and garbage collector logged."""
+    kc = cluster.kubeconfig
+    found = []
+    for args in (
+        ("get", "namespace", NS, "-o", "jsonpath={.status}"),
+        ("get", "crd", "-o", "custom-columns=NAME:.metadata.name,DELETING:.metadata.deletionTimestamp"),
+        ("get", "all", "-n", NS, "-o", "wide"),
+    ):
+        try:
+            found.append(f"$ kubectl {' '.join(args)}\n{kubectl(kc, *args)}")
+        except (AssertionError, subprocess.TimeoutExpired) as e:
+            found.append(f"$ kubectl {' '.join(args)}\n{e}")
+    log = cluster.logs / "kube-controller-manager.log"
+    lines = log.read_text(errors="replace").splitlines() if log.exists() else []
+    wanted = [line for line in lines if "namespace" in line.lower() or "garbagecollector" in line.lower()]
+    found.append("kube-controller-manager.log (namespace, garbage collector):\n" + "\n".join(wanted[-30:]))
+    return "\n".join(found)
