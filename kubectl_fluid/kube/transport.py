@@ -16,12 +16,13 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
 from kubectl_fluid import __version__
-from kubectl_fluid.kube import dial, http11
+from kubectl_fluid.kube import dial, http11, protobuf
 from kubectl_fluid.kube.errors import ApiError, ClientError, Unreachable
 from kubectl_fluid.kube.kubeconfig import Access, Credentials
 from kubectl_fluid.kube.proxy import proxy_for
@@ -35,6 +36,17 @@ CHUNK_SIZE = 500  # kubectl's --chunk-size
 HEAD_BYTES = 4096
 MERGE_PATCH = "application/merge-patch+json"
 USER_AGENT = f"kubectl-fluid/{__version__}"
+
+
+@dataclass(frozen=True)
+class ListCodec:
+    """How pages of a list are asked for and read: ``head_token`` finds a page's continue token
+    without reading its items (so the next page is asked for first), ``page`` reads the page's items
+    and token."""
+
+    accept: str
+    head_token: Callable[[bytes], str | None]
+    page: Callable[[bytes], tuple[list[dict[str, Any]], str | None]]
 
 
 class Api:
@@ -73,9 +85,16 @@ class Api:
         return decode(data) if data else None
 
     def _call(
-        self, method: str, path: str, params: dict[str, str] | None, payload: bytes | None, content_type: str
+        self,
+        method: str,
+        path: str,
+        params: dict[str, str] | None,
+        payload: bytes | None,
+        content_type: str,
+        *,
+        accept: str = JSON,
     ) -> bytes:
-        target, headers = self._head(method, path, params, payload is not None, content_type)
+        target, headers = self._head(method, path, params, payload is not None, content_type, accept=accept)
         # A kept-alive connection the server closed meanwhile fails on first use; a GET is safe to send
         # again, anything else is not (it may have been applied).
         attempts = 2 if method == "GET" and self._conn is not None else 1
@@ -96,7 +115,14 @@ class Api:
         return data
 
     def _head(
-        self, method: str, path: str, params: dict[str, str] | None, has_body: bool, content_type: str = JSON
+        self,
+        method: str,
+        path: str,
+        params: dict[str, str] | None,
+        has_body: bool,
+        content_type: str = JSON,
+        *,
+        accept: str = JSON,
     ) -> tuple[str, list[tuple[str, str]]]:
         """The request target and headers."""
         target = self._prefix + path + (f"?{urlencode(params)}" if params else "")
@@ -104,7 +130,7 @@ class Api:
         if absolute:
             # A plain-HTTP request through a proxy names the whole URL (RFC 9112 absolute-form).
             target = f"http://{self._host}:{self._port}{target}"
-        headers = [("Accept", JSON), ("User-Agent", USER_AGENT)]
+        headers = [("Accept", accept), ("User-Agent", USER_AGENT)]
         if has_body:
             headers.append(("Content-Type", content_type))
         if absolute and self._proxy is not None and self._proxy.userinfo:
@@ -126,35 +152,45 @@ class Api:
         return found
 
     def pages(
-        self, path: str, params: dict[str, str] | None = None, *, limit: int = CHUNK_SIZE
+        self,
+        path: str,
+        params: dict[str, str] | None = None,
+        *,
+        limit: int = CHUNK_SIZE,
+        codec: ListCodec | None = None,
     ) -> Generator[list[dict[str, Any]], None, None]:
         """A list's items, ``limit`` at a time, as kubectl reads lists (``--chunk-size``, 500), for
         collections of thousands: each page's request for the next goes out before the page is
         decoded, so the server prepares page N+1 while this process decodes and uses page N (the
         continue token is read from the answer's head, before its items). An expired continue token
-        (410) raises as kubectl's does: the pages already given cannot be taken back."""
+        (410) raises as kubectl's does: the pages already given cannot be taken back. ``codec``
+        (JSON_LIST by default) says how pages are asked for and read."""
+        codec = codec or JSON_LIST
         query = {**(params or {}), "limit": str(limit)}
-        data = self._call("GET", path, query, None, JSON)
+        data = self._call("GET", path, query, None, JSON, accept=codec.accept)
         pending = False
         try:
             while True:
-                token = continue_token(data)
+                token = codec.head_token(data) if data else None
                 if token:
-                    target, headers = self._head("GET", path, {**query, "continue": token}, False)
+                    target, headers = self._head(
+                        "GET", path, {**query, "continue": token}, False, accept=codec.accept
+                    )
                     try:
                         self._send("GET", target, None, headers)
                     except OSError as e:
                         self.close()
                         raise Unreachable(self.access.server, _reason(e)) from None
                     pending = True
-                page = decode(data) if data else {}
-                yield page.get("items") or []
+                items, later = codec.page(data) if data else ([], None)
+                yield items
                 if not pending:
                     # A head of another shape: the token, if any, is in the decoded page.
-                    later = (page.get("metadata") or {}).get("continue")
                     if not later:
                         return
-                    data = self._call("GET", path, {**query, "continue": str(later)}, None, JSON)
+                    data = self._call(
+                        "GET", path, {**query, "continue": later}, None, JSON, accept=codec.accept
+                    )
                     continue
                 try:
                     status, data = self._receive("GET")
@@ -364,6 +400,28 @@ def continue_token(data: bytes) -> str | None:
     return token if isinstance(token, str) and token else None
 
 
+def json_page(data: bytes) -> tuple[list[dict[str, Any]], str | None]:
+    """A JSON list answer's items and continue token."""
+    page = decode(data) or {}
+    token = (page.get("metadata") or {}).get("continue")
+    return page.get("items") or [], str(token) if token else None
+
+
+def pod_page(data: bytes) -> tuple[list[dict[str, Any]], str | None]:
+    """A PodList answer in protobuf (pods reduced as ``protobuf.pod_list`` says) or, from a server
+    that answered JSON, in JSON."""
+    return protobuf.pod_list(data) if protobuf.is_protobuf(data) else json_page(data)
+
+
+def pod_head_token(data: bytes) -> str | None:
+    return protobuf.list_continue(data) if protobuf.is_protobuf(data) else continue_token(data)
+
+
+JSON_LIST = ListCodec(JSON, continue_token, json_page)
+# Pods reduced to names and volumes: for counting thousands of them (see kubectl_fluid.kube.protobuf).
+POD_NAMES_AND_VOLUMES = ListCodec(protobuf.ACCEPT, pod_head_token, pod_page)
+
+
 def decode(data: bytes) -> Any:
     """An answer's JSON, with CPython's cycle collector paused. A list of thousands of objects is
     millions of dicts and lists, and the collector, triggered by allocation counts, rescans all of them
@@ -436,9 +494,10 @@ def _memory_file(data: bytes) -> Iterator[str]:
 
 
 def _api_error(status: int, data: bytes, method: str, path: str) -> ApiError:
+    body: Any
     try:
-        body = json.loads(data)
-    except ValueError:
+        body = protobuf.status(data) if protobuf.is_protobuf(data) else json.loads(data)
+    except ValueError:  # protobuf.ProtobufError among them
         body = None
     if not isinstance(body, dict):
         text = data.decode(errors="replace").strip()[:300] or _phrase(status)

@@ -114,9 +114,13 @@ def running_server(tmp_path: Path) -> Iterator[Server]:
                     {},
                 ),
             )
-            data = json.dumps(reply).encode()
+            # Bytes are sent as they are: a protobuf answer.
+            raw = isinstance(reply, bytes)
+            data = reply if raw else json.dumps(reply).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header(
+                "Content-Type", "application/vnd.kubernetes.protobuf" if raw else "application/json"
+            )
             self.send_header("Content-Length", str(len(data)))
             for k, v in headers.items():
                 self.send_header(k, v)

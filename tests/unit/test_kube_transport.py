@@ -17,10 +17,11 @@ from hypothesis import strategies as st
 
 from kubectl_fluid.kube.errors import ApiError, ClientError, Unreachable
 from kubectl_fluid.kube.kubeconfig import Access, Credentials
-from kubectl_fluid.kube.transport import Api, continue_token, decode, warning_text
+from kubectl_fluid.kube.transport import POD_NAMES_AND_VOLUMES, Api, continue_token, decode, warning_text
 from tests.connectproxy import ConnectProxy, connect_proxy_running
 from tests.e2e.wait import eventually
 from tests.unit.fake_apiserver import Server, access, cert, pem
+from tests.unit.protobuf_writer import envelope, field, pod_list_bytes
 
 
 def test_tls_with_the_clusters_ca_an_inline_client_certificate_and_keep_alive(server: Server) -> None:
@@ -379,3 +380,47 @@ def test_the_continue_token_is_read_from_the_head_as_the_whole_answer_says(
     assert continue_token(body) == (token or None)
     # Another shape reads as "not known from the head"; the decoded page then says.
     assert continue_token(json.dumps({"items": items, "metadata": meta}).encode()) is None
+
+
+def pod_with_config(name: str, dataset: str) -> dict[str, Any]:
+    config = f"fluid-runtime-config-{dataset}"
+    volumes = [{"name": config, "configMap": {"name": config}}, {"name": "kube-api-access"}]
+    return {"metadata": {"name": name, "namespace": "apps"}, "spec": {"volumes": volumes}}
+
+
+@pytest.mark.usefixtures("unfrozen")
+def test_pod_pages_in_protobuf_are_asked_for_so_and_read_back_reduced(server: Server) -> None:
+    pages = [[pod_with_config("a", "ds1"), pod_with_config("b", "ds2")], [pod_with_config("c", "ds1")]]
+    for n, items in enumerate(pages):
+        query = {"limit": "2", **({"continue": f"t{n}"} if n else {})}
+        token = f"t{n + 1}" if n + 1 < len(pages) else None
+        server.replies[f"/api/v1/pods?{urlencode(query)}"] = (200, pod_list_bytes(items, token), {})
+    with Api(access(server)) as api:
+        assert list(api.pages("/api/v1/pods", limit=2, codec=POD_NAMES_AND_VOLUMES)) == pages
+    assert [r["path"].partition("continue=")[2] for r in server.requests] == ["", "t1"]
+    accepts = {dict(r["headers"])["Accept"] for r in server.requests}
+    assert accepts == {"application/vnd.kubernetes.protobuf, application/json"}
+
+
+@pytest.mark.usefixtures("unfrozen")
+def test_pod_pages_from_a_server_answering_json_read_as_json(server: Server) -> None:
+    pages = [[pod_named("a"), pod_named("b")], [pod_named("c")]]
+    page_replies(server, pages)
+    with Api(access(server)) as api:
+        got = list(api.pages("/api/v1/pods", {"labelSelector": "a=b"}, limit=2, codec=POD_NAMES_AND_VOLUMES))
+    assert got == pages
+
+
+def test_a_protobuf_error_reads_as_its_status(server: Server) -> None:
+    status = (
+        field(2, "Failure")
+        + field(3, 'pods is forbidden: User "me" cannot list resource "pods"')
+        + field(4, "Forbidden")
+        + field(5, field(3, "pods"))
+        + field(6, 403)
+    )
+    server.replies["/api/v1/pods"] = (403, envelope(status), {})
+    with Api(access(server)) as api, pytest.raises(ApiError) as caught:
+        list(api.pages("/api/v1/pods", codec=POD_NAMES_AND_VOLUMES))
+    assert (caught.value.code, caught.value.reason) == (403, "Forbidden")
+    assert 'cannot list resource "pods"' in str(caught.value)
