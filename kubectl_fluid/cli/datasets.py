@@ -16,15 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 
 from kubectl_fluid.cli.flags import kube_command
 from kubectl_fluid.cli.settings import Settings
-
-if TYPE_CHECKING:
-    from kubectl_fluid.kube.transport import Api
 
 CLIENTLESS = "Clientless"
 FUSE = "FUSE"
@@ -182,38 +179,34 @@ def datasets(settings: Settings) -> None:
     from kubectl_fluid.cli.output import as_list, dump, nothing_found, write
     from kubectl_fluid.cli.table import render
     from kubectl_fluid.kube import resources
-    from kubectl_fluid.kube.sidebyside import side_by_side
     from kubectl_fluid.kube.transport import POD_NAMES_AND_VOLUMES
 
     session = settings.open()
     ns = None if settings.all_namespaces else session.namespace
     api = session.api
-    runtimes_path = resources.CACHERUNTIMES.collection_path(ns)
-    configmaps_path = resources.CONFIGMAPS.collection_path(ns)
-    managed = {"labelSelector": f"{names.LABEL_APP_MANAGED_BY}={names.MANAGED_BY}"}
-    # Injected pods can be thousands (the rest of the command reads hundreds of small objects):
-    # read in pages, each decoded while the server prepares the next, in protobuf reduced to
-    # names and volumes (a tenth of the JSON's cost), keeping only names.
-    pods_path = resources.PODS.collection_path(ns)
-    done = {"labelSelector": f"{names.LABEL_INJECT_DONE}={names.TRUE}"}
-
-    def pods(client: Api) -> dict[Key, list[str]]:
-        pages = client.pages(pods_path, done, codec=POD_NAMES_AND_VOLUMES)
-        return injected_by_dataset(pod for page in pages for pod in page)
-
-    # The four lists side by side, each on a connection of its own: the server prepares one while
-    # this process decodes another (read one after another, their waits added up).
-    with api, side_by_side(api, 3) as (runtimes_lane, configmaps_lane, pods_lane):
-        runtimes_read = runtimes_lane.submit(lambda c: c.list(runtimes_path))
-        configmaps_read = configmaps_lane.submit(lambda c: c.list(configmaps_path, managed))
-        pods_read = pods_lane.submit(pods)
+    with api:
         items = api.list(resources.DATASETS.collection_path(ns))
         if not items and settings.output not in ("json", "yaml"):
             nothing_found(ns)
             return
-        runtimes = _optional(runtimes_read.result, runtimes_path, "CacheRuntimes")
-        configmaps = _optional(configmaps_read.result, configmaps_path, "runtime config ConfigMaps")
-        injected = _optional(pods_read.result, pods_path, "injected pods")
+        runtimes_path = resources.CACHERUNTIMES.collection_path(ns)
+        runtimes = _optional(lambda: api.list(runtimes_path), runtimes_path, "CacheRuntimes")
+        configmaps_path = resources.CONFIGMAPS.collection_path(ns)
+        managed = {"labelSelector": f"{names.LABEL_APP_MANAGED_BY}={names.MANAGED_BY}"}
+        configmaps = _optional(
+            lambda: api.list(configmaps_path, managed), configmaps_path, "runtime config ConfigMaps"
+        )
+        # Injected pods can be thousands (the rest of the command reads hundreds of small objects):
+        # read in pages, each decoded while the server prepares the next, in protobuf reduced to
+        # names and volumes (a tenth of the JSON's cost), keeping only names.
+        pods_path = resources.PODS.collection_path(ns)
+        done = {"labelSelector": f"{names.LABEL_INJECT_DONE}={names.TRUE}"}
+        pod_pages = api.pages(pods_path, done, codec=POD_NAMES_AND_VOLUMES)
+        injected = _optional(
+            lambda: injected_by_dataset(pod for page in pod_pages for pod in page),
+            pods_path,
+            "injected pods",
+        )
     summaries = summarize(items, runtimes, configmaps, injected)
     output = settings.output
     if output in ("json", "yaml"):

@@ -210,17 +210,6 @@ class Api:
         items: list[dict[str, Any]] = listed.get("items") or []
         return items
 
-    def fork(self) -> Api:
-        """Another client of the same server and credentials, on a connection of its own (for reads
-        side by side, one thread each). The credentials are resolved here first, so an exec or oidc
-        plugin runs once for all of them."""
-        twin = Api(self.access, self.timeout)
-        twin._proxy = self._proxy
-        twin._auth = self._authorization() or ""
-        if self.access.credentials.exec_config:
-            twin._exec_cache = self._exec_credentials()
-        return twin
-
     def close(self) -> None:
         if self._conn is not None:
             self._conn.close()

@@ -69,13 +69,6 @@ class FakeApi:
     def __exit__(self, *exc: object) -> None:
         pass
 
-    def fork(self) -> FakeApi:
-        # Reads side by side share these objects (list.append, dict reads: safe across threads).
-        return self
-
-    def close(self) -> None:
-        pass
-
 
 def ready_dataset(name: str) -> dict[str, dict[str, Any]]:
     return {

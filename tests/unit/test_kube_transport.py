@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 from kubectl_fluid.kube.errors import ApiError, ClientError, Unreachable
 from kubectl_fluid.kube.kubeconfig import Access, Credentials
-from kubectl_fluid.kube.sidebyside import side_by_side
 from kubectl_fluid.kube.transport import POD_NAMES_AND_VOLUMES, Api, continue_token, decode, warning_text
 from tests.connectproxy import ConnectProxy, connect_proxy_running
 from tests.e2e.wait import eventually
@@ -180,22 +179,15 @@ def test_bad_server_urls_and_credentials_are_cli_errors(server: Server) -> None:
         api.request("GET", "/x")
 
 
-def credential_plugin(tmp_path: Path, token: str, first: str = "") -> Path:
-    """An exec credential plugin printing an ExecCredential with ``token`` (a printf format's
-    argument: ``$TOKEN`` reads the environment), after shell line ``first``."""
+def test_exec_credential_plugin(server: Server, tmp_path: Path) -> None:
     plugin = tmp_path / "cred"
     credential = {
         "apiVersion": "client.authentication.k8s.io/v1",
         "kind": "ExecCredential",
         "status": {"token": "%s"},
     }
-    plugin.write_text(f"#!/bin/sh\n{first}\nprintf '{json.dumps(credential)}' \"{token}\"\n")
+    plugin.write_text(f"#!/bin/sh\nprintf '{json.dumps(credential)}' \"$TOKEN\"\n")
     plugin.chmod(0o755)
-    return plugin
-
-
-def test_exec_credential_plugin(server: Server, tmp_path: Path) -> None:
-    plugin = credential_plugin(tmp_path, "$TOKEN")
     server.replies["/x"] = (200, {}, {})
     exec_config = {"command": str(plugin), "env": [{"name": "TOKEN", "value": "from-exec"}]}
     with Api(access(server, exec_config=exec_config)) as api:
@@ -432,28 +424,3 @@ def test_a_protobuf_error_reads_as_its_status(server: Server) -> None:
         list(api.pages("/api/v1/pods", codec=POD_NAMES_AND_VOLUMES))
     assert (caught.value.code, caught.value.reason) == (403, "Forbidden")
     assert 'cannot list resource "pods"' in str(caught.value)
-
-
-def test_reads_side_by_side_run_the_exec_plugin_once_each_on_a_connection_of_its_own(
-    server: Server, tmp_path: Path
-) -> None:
-    runs = tmp_path / "runs"
-    plugin = credential_plugin(tmp_path, "t", first=f"echo run >> {runs}")
-    for n in range(3):
-        server.replies[f"/r{n}"] = (200, {"n": n}, {})
-    with Api(access(server, exec_config={"command": str(plugin)})) as api, side_by_side(api, 2) as (one, two):
-        first = one.submit(lambda c: c.request("GET", "/r0"))
-        second = two.submit(lambda c: c.request("GET", "/r1"))
-        assert api.request("GET", "/r2") == {"n": 2}
-        assert (first.result(), second.result()) == ({"n": 0}, {"n": 1})
-    assert runs.read_text().splitlines() == ["run"]
-    assert {r["auth"] for r in server.requests} == {"Bearer t"}
-    assert len(server.connections) == 3
-
-
-def test_a_read_side_by_side_raises_where_its_result_is_asked_for(server: Server) -> None:
-    with Api(access(server, token="t")) as api, side_by_side(api, 1) as (lane,):
-        missing = lane.submit(lambda c: c.request("GET", "/nope"))
-        with pytest.raises(ApiError) as caught:
-            missing.result()
-    assert caught.value.code == 404
