@@ -130,7 +130,7 @@ def message_for(e: Exception) -> str | None:
     """The ``error:`` line for a failure the plugin knows, None for a bug."""
     # Here, not at the top: only a failure pays for the error types and their wording.
     from kubectl_fluid.cli.errors import CliError, describe_api_error, describe_unreachable
-    from kubectl_fluid.kube.errors import ApiError, ClientError, Unreachable
+    from kubectl_fluid.kube.errors import ApiError, BadAnswer, ClientError, Unreachable
 
     if isinstance(e, click.ClickException):
         text = e.format_message()
@@ -142,7 +142,7 @@ def message_for(e: Exception) -> str | None:
         return describe_api_error(e)
     if isinstance(e, Unreachable):
         return describe_unreachable(e)
-    if isinstance(e, (CliError, ClientError)):
+    if isinstance(e, (CliError, ClientError, BadAnswer)):
         return str(e)
     return None
 

@@ -1,6 +1,7 @@
 """What the plugin's client (``transport``) raises: a request the server answered with an error, a
-server that gave no answer, and a client that cannot even ask (a kubeconfig, credential or proxy it
-cannot use). How each reads to the operator is the plugin's business (``kubectl_fluid.cli.errors``).
+server that gave no answer, an answer that cannot be read, and a client that cannot even ask (a
+kubeconfig, credential or proxy it cannot use). How each reads to the operator is the plugin's
+business (``kubectl_fluid.cli.errors``).
 
 The servers' kr8s calls raise ``kubectl_fluid.kube.http.ApiError`` instead.
 """
@@ -34,6 +35,17 @@ class ApiError(Exception):
         """404 for an object (the Status names it), as opposed to a whole kind the server does not
         serve (404 without details: a CRD that is not installed)."""
         return self.code == 404 and bool(self.details.get("name"))
+
+
+class BadAnswer(Exception):
+    """A 2xx answer that is not what was asked for: JSON or protobuf that does not decode. Never a
+    shorter list or an empty object in its place."""
+
+    def __init__(self, method: str, path: str, reason: str) -> None:
+        super().__init__(f"the API server's answer to {method} {path} could not be read: {reason}")
+        self.method = method
+        self.path = path
+        self.reason = reason
 
 
 class Unreachable(Exception):

@@ -18,12 +18,12 @@ import os
 import sys
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlencode, urlsplit
 
 from kubectl_fluid import __version__
 from kubectl_fluid.kube import dial, http11, protobuf
-from kubectl_fluid.kube.errors import ApiError, ClientError, Unreachable
+from kubectl_fluid.kube.errors import ApiError, BadAnswer, ClientError, Unreachable
 from kubectl_fluid.kube.kubeconfig import Access, Credentials
 from kubectl_fluid.kube.proxy import proxy_for
 
@@ -36,6 +36,7 @@ CHUNK_SIZE = 500  # kubectl's --chunk-size
 HEAD_BYTES = 4096
 MERGE_PATCH = "application/merge-patch+json"
 USER_AGENT = f"kubectl-fluid/{__version__}"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ class Api:
         """The decoded JSON answer; raises ApiError on a non-2xx status, Unreachable without one."""
         payload = None if body is None else json.dumps(body).encode()
         data = self._call(method, path, params, payload, content_type)
-        return decode(data) if data else None
+        return _read(decode, data, method, path) if data else None
 
     def _call(
         self,
@@ -171,7 +172,7 @@ class Api:
         pending = False
         try:
             while True:
-                token = codec.head_token(data) if data else None
+                token = _read(codec.head_token, data, "GET", path) if data else None
                 if token:
                     target, headers = self._head(
                         "GET", path, {**query, "continue": token}, False, accept=codec.accept
@@ -182,7 +183,7 @@ class Api:
                         self.close()
                         raise Unreachable(self.access.server, _reason(e)) from None
                     pending = True
-                items, later = codec.page(data) if data else ([], None)
+                items, later = _read(codec.page, data, "GET", path) if data else ([], None)
                 yield items
                 if not pending:
                     # A head of another shape: the token, if any, is in the decoded page.
@@ -440,6 +441,14 @@ def decode(data: bytes) -> Any:
             gc.enable()
     gc.freeze()
     return decoded
+
+
+def _read(reader: Callable[[bytes], T], data: bytes, method: str, path: str) -> T:
+    """``reader``'s reading of a 2xx answer; one that does not decode names the request."""
+    try:
+        return reader(data)
+    except ValueError as e:  # json's, UnicodeDecodeError, protobuf.ProtobufError
+        raise BadAnswer(method, path, str(e)) from None
 
 
 def _basic(userinfo: str) -> str:

@@ -122,6 +122,23 @@ def test_refusals_before_any_request_are_one_line(
     assert says in err
 
 
+def test_an_answer_that_cannot_be_read_is_one_error_line_naming_the_request(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kubectl_fluid.kube.errors import BadAnswer
+
+    def unreadable(self: Settings) -> Any:
+        raise BadAnswer("GET", "/api/v1/pods", "a field runs past the end of its message")
+
+    monkeypatch.setattr(Settings, "open", unreadable)
+    code, _, err = run(capsys, "datasets")
+    assert (code, err) == (
+        1,
+        "error: the API server's answer to GET /api/v1/pods could not be read: "
+        "a field runs past the end of its message\n",
+    )
+
+
 def test_an_unexpected_failure_is_one_line_unless_debugging(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubectl_fluid.kube.errors import ApiError, ClientError, Unreachable
+from kubectl_fluid.kube.errors import ApiError, BadAnswer, ClientError, Unreachable
 from kubectl_fluid.kube.kubeconfig import Access, Credentials
 from kubectl_fluid.kube.transport import POD_NAMES_AND_VOLUMES, Api, continue_token, decode, warning_text
 from tests.connectproxy import ConnectProxy, connect_proxy_running
@@ -424,3 +424,28 @@ def test_a_protobuf_error_reads_as_its_status(server: Server) -> None:
         list(api.pages("/api/v1/pods", codec=POD_NAMES_AND_VOLUMES))
     assert (caught.value.code, caught.value.reason) == (403, "Forbidden")
     assert 'cannot list resource "pods"' in str(caught.value)
+
+
+@pytest.mark.usefixtures("unfrozen")
+def test_a_page_that_does_not_decode_names_the_request_after_the_pages_before_it(server: Server) -> None:
+    first = pod_list_bytes([pod_with_config("a", "ds1")], "t1")
+    server.replies["/api/v1/pods?limit=1"] = (200, first, {})
+    # The second page's pod is cut inside its metadata: a reader must never make it a shorter page.
+    cut = pod_list_bytes([pod_with_config("b", "ds1")], None)
+    server.replies["/api/v1/pods?limit=1&continue=t1"] = (200, cut[:-9], {})
+    with Api(access(server)) as api:
+        pages = api.pages("/api/v1/pods", limit=1, codec=POD_NAMES_AND_VOLUMES)
+        assert next(pages) == [pod_with_config("a", "ds1")]
+        with pytest.raises(BadAnswer) as caught:
+            next(pages)
+    assert (caught.value.method, caught.value.path) == ("GET", "/api/v1/pods")
+    assert str(caught.value).startswith("the API server's answer to GET /api/v1/pods could not be read: ")
+
+
+@pytest.mark.parametrize("body", [b'{"items": [', b"\xff\xfe", b"<html>proxy error</html>"])
+def test_a_json_answer_that_does_not_decode_names_the_request(server: Server, body: bytes) -> None:
+    server.replies["/api/v1/namespaces/a/configmaps/x"] = (200, body, {})
+    with Api(access(server)) as api, pytest.raises(BadAnswer) as caught:
+        api.get("/api/v1/namespaces/a/configmaps/x")
+    assert caught.value.path == "/api/v1/namespaces/a/configmaps/x"
+    assert "GET /api/v1/namespaces/a/configmaps/x could not be read" in str(caught.value)
