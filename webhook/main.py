@@ -12,6 +12,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import uvicorn
 
@@ -129,19 +130,7 @@ async def run(args: argparse.Namespace) -> int:
     watch.start()
     admission = Admission(lookup, profile, max_datasets=args.max_datasets_per_pod)
     app = App(admission.review, ready=lookup.synced, live=watch.problem)
-    config = uvicorn.Config(
-        app,
-        host=args.host,
-        port=args.port,
-        ssl_certfile=str(cert_dir / "tls.crt"),
-        ssl_keyfile=str(cert_dir / "tls.key"),
-        loop="none",
-        http="httptools",
-        lifespan="off",
-        access_log=False,
-        log_level="warning",
-        timeout_keep_alive=30,
-    )
+    config = server_config(app, args.host, args.port, cert_dir)
     config.load()
     assert config.ssl is not None
     reloader = CertReloader(config.ssl, cert_dir / "tls.crt", cert_dir / "tls.key")
@@ -161,6 +150,23 @@ async def run(args: argparse.Namespace) -> int:
             await asyncio.gather(*background, return_exceptions=True)
     log.info("stopped")
     return 0
+
+
+def server_config(app: Any, host: str, port: int, cert_dir: Path) -> uvicorn.Config:
+    """The HTTPS server's settings (the bench's floor, tests/bench/pyfloor.py, serves on them too)."""
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        ssl_certfile=str(cert_dir / "tls.crt"),
+        ssl_keyfile=str(cert_dir / "tls.key"),
+        loop="none",
+        http="httptools",
+        lifespan="off",
+        access_log=False,
+        log_level="warning",
+        timeout_keep_alive=30,
+    )
 
 
 class _Server(uvicorn.Server):

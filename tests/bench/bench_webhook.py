@@ -1,7 +1,10 @@
 """The webhook's figures beside the Go baseline of shared/bench, in one run on one machine:
 
 - direct HTTPS admission load (keep-alive, 8 connections) with the realistic review.json, at 300 req/s
-  and saturated: p50/p99 and requests/s, for fluid-webhook and for the minimal Go webhook;
+  and saturated: p50/p99 and requests/s, for fluid-webhook and for the minimal Go webhook, and for
+  the floor under fluid-webhook: its own server and settings answering bytes given beforehand
+  (tests/bench/pyfloor.py), which says how much of a gap to Go is the server's and how much the
+  webhook's work;
 - pod-create latency through the API server with and without the injection label (same run);
 - the webhook's RSS, and API requests per admission (its cache-miss counter over the load);
 - how fast a pod naming 5,000 datasets is answered (issue 11: it once kept the webhook busy for
@@ -17,6 +20,7 @@ import re
 import secrets
 import shutil
 import subprocess
+import sys
 import time
 from functools import partial
 from pathlib import Path
@@ -119,9 +123,10 @@ def run(report: Report, kubeconfig: Path, workdir: Path) -> None:
         ours, ours_each = load(url, webhook.proc.pid, workdir / "latencies-fluid.txt")
         admissions = webhook.metric("fluid_webhook_admissions_total") - adm_before
         api_requests = webhook.metric("fluid_webhook_api_requests_total") - api_before
+        bare = floor_load(webhook, workdir)
         go, go_url = start_go_webhook()
         theirs, go_each = load(go_url, go.pid, workdir / "latencies-go.txt")
-        report_load(report, ours, theirs)
+        report_load(report, ours, theirs, bare)
         report.picture(
             "admission-latency.svg",
             svg.cdf(
@@ -177,7 +182,7 @@ def load(url: str, pid: int, latencies: Path) -> tuple[Load, list[float]]:
     return figures, latencies_ms(url, latencies)
 
 
-def report_load(report: Report, ours: Load, go: Load) -> None:
+def report_load(report: Report, ours: Load, go: Load, floor: Load) -> None:
     report.add("admission p50 at 300 req/s", ours[0]["p50"], "ms", "Go webhook", go[0]["p50"])
     report.add(
         "admission p99 at 300 req/s",
@@ -187,6 +192,10 @@ def report_load(report: Report, ours: Load, go: Load) -> None:
         go[0]["p99"],
         goal=ratio_at_most(1.3),
     )
+    report.add(
+        "floor: the webhook's server, fixed answer, p99 at 300 req/s", floor[0]["p99"], "ms", "Go webhook",
+        go[0]["p99"],
+    )  # fmt: skip
     report.add("admission p99 saturated", ours[1]["p99"], "ms", "Go webhook", go[1]["p99"])
     report.add(
         "admissions per second saturated",
@@ -196,6 +205,10 @@ def report_load(report: Report, ours: Load, go: Load) -> None:
         go[1]["rps"],
         goal=ratio_at_least(0.75),
     )
+    report.add(
+        "floor: the webhook's server, fixed answer, saturated", floor[1]["rps"], "req/s", "Go webhook",
+        go[1]["rps"],
+    )  # fmt: skip
     report.add("webhook RSS after load", ours[2], "MB", "Go webhook", go[2], goal=at_most(60, "MB"))
 
 
@@ -235,6 +248,31 @@ def ready_datasets(core: client.CoreV1Api, custom: client.CustomObjectsApi, name
                 return core.read_namespaced_config_map(cm, target)
 
             eventually(exists, f"runtime config of {target}/{ds}")
+
+
+def floor_load(webhook: WebhookProcess, workdir: Path) -> Load:
+    """The floor's figures (tests/bench/pyfloor.py on the webhook's certificate, answering what the
+    webhook answered to review.json)."""
+    status, answer = webhook.request(
+        "POST", names.WEBHOOK_MUTATE_PATH, (SHARED_BENCH / "review.json").read_bytes()
+    )
+    if status != 200 or not json.loads(answer)["response"]["allowed"]:
+        raise RuntimeError(f"the webhook did not admit review.json: {status} {answer[:300]!r}")
+    (workdir / "floor-answer.json").write_bytes(answer)
+    assert webhook.ca is not None
+    port = free_port()
+    floor = subprocess.Popen(
+        [sys.executable, "-m", "tests.bench.pyfloor", f"--port={port}", f"--cert-dir={webhook.ca.parent}",
+         f"--answer={workdir / 'floor-answer.json'}"],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"https://127.0.0.1:{port}{names.WEBHOOK_MUTATE_PATH}"
+    try:
+        eventually(lambda: _answers(url), "the floor server", timeout=20)
+        return load(url, floor.pid, workdir / "latencies-floor.txt")[0]
+    finally:
+        floor.kill()
+        floor.wait()
 
 
 def start_go_webhook() -> tuple[subprocess.Popen[bytes], str]:
