@@ -9,7 +9,11 @@
 - 200 nodes x 5 mount keys of FuseMount objects: ``kubectl-fluid mounts`` beside ``kubectl get
   fusemounts``;
 - 2,000 Datasets across 20 namespaces: ``kubectl-fluid datasets -A`` beside ``kubectl get datasets -A``
-  (in the same cluster, with the 12,000 pods: ``datasets`` reads the injected ones too).
+  (in the same cluster, with the 12,000 pods: ``datasets`` reads the injected ones too), and what
+  reading the injected pods costs by itself: ``kubectl get pods -A -l done.sidecar.fluid.io/inject=true``
+  (what an operator would type to count them), and the API server's answers alone (the pages the
+  command asks for, in protobuf, read off the connection and not decoded: no client that reads the
+  pods can take less).
 
 Pods are created at kube-controller-manager's own pace (its client's default 20 requests/s), which is
 what sets this scenario's length: about 10 minutes for the 12,000 pods. The unlabelled pods stay while
@@ -20,8 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import secrets
+import statistics
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -36,7 +40,7 @@ from kubectl_fluid.api.fusemount import FuseMountSpec, FuseMountStatus, PublishT
 from kubectl_fluid.cli.podview import injected_datasets
 from tests.bench import promtext
 from tests.bench.bench_cli import BIN, median_ms, plugin_env
-from tests.bench.bench_controller import rss_mb
+from tests.bench.bench_controller import cpu_seconds, rss_mb
 from tests.bench.bench_webhook import ensure_namespaces, product_processes, ready_datasets
 from tests.bench.report import Report, at_most
 from tests.e2e.fluid import (
@@ -177,6 +181,38 @@ def listings(report: Report, kubeconfig: Path, workdir: Path, mounts: int, size:
         median_ms([kubectl_bin, "get", "datasets", "-A"], env, rounds=5) / 1000,
         goal=at_most(1, "s"),
     )
+    done = f"{names.LABEL_INJECT_DONE}={names.TRUE}"
+    report.add(
+        f"its pods alone: kubectl get pods -A -l {done}",
+        median_ms([kubectl_bin, "get", "pods", "-A", "-l", done], env, rounds=5) / 1000,
+        "s",
+    )
+    answers = pod_pages_seconds(kubeconfig)
+    report.add("its pods alone: the API server's pages, not decoded", answers, "s")
+
+
+def pod_pages_seconds(kubeconfig: Path, rounds: int = 5) -> float:
+    """Median seconds to read every page of the injected pods as ``kubectl fluid datasets -A`` asks
+    for them (protobuf, 500 a page, the next asked for from the head), decoding nothing but the
+    continue token."""
+    from kubectl_fluid.kube import kubeconfig as kubeconfigs
+    from kubectl_fluid.kube.protobuf import list_continue
+    from kubectl_fluid.kube.resources import PODS
+    from kubectl_fluid.kube.transport import POD_NAMES_AND_VOLUMES, Api, ListCodec
+
+    undecoded = ListCodec(
+        POD_NAMES_AND_VOLUMES.accept, POD_NAMES_AND_VOLUMES.head_token, lambda data: ([], list_continue(data))
+    )
+    query = {"labelSelector": f"{names.LABEL_INJECT_DONE}={names.TRUE}"}
+    samples = []
+    with Api(kubeconfigs.load(str(kubeconfig), None)) as api:
+        for _ in range(rounds + 1):  # the first warms the connection and the server's caches
+            t0 = time.perf_counter()
+            pages = sum(1 for _ in api.pages(PODS.collection_path(None), query, codec=undecoded))
+            samples.append(time.perf_counter() - t0)
+    if pages < 2:
+        raise RuntimeError(f"the injected pods came in {pages} page(s): is this the scale cluster?")
+    return statistics.median(samples[1:])
 
 
 # -- the cluster ----------------------------------------------------------------------------------
@@ -284,12 +320,6 @@ def webhook_metrics(webhook: WebhookProcess) -> str:
 
 def delta(after: str, before: str, name: str, labels: dict[str, str] | None = None) -> float:
     return metric_sum(after, name, labels) - metric_sum(before, name, labels)
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def report_pod_creates(report: Report, scrapes: tuple[str, str, str], plain: int, injected: int) -> None:
