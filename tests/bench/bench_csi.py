@@ -1,8 +1,13 @@
 """The CSI node service's figures, each beside the floor it stands on, in one run:
 
-- NodePublish p50 on a warm key, beside one bare bind mount(2) (what a publish must do at least);
+- NodePublish p50 on a warm key, beside one bare bind mount(2) (what a publish must do at least),
+  and the two floors under it: a gRPC round trip that does nothing (NodeGetInfo), and one durable
+  write of the node's state file as it stands (temporary file, fsync, rename, fsync of the
+  directory), which a publish waits for before it answers;
 - cold NodeStage (a new mount key: FUSE start to ready), beside the stand-in alone reaching ``ready``;
-- stage+publish pairs per second over 50 warm mount keys (16 concurrent callers);
+- stage+publish pairs per second over 50 warm mount keys (16 concurrent callers), beside its floor:
+  gRPC calls that do nothing (NodeGetInfo) per second from the same 16 callers, halved (a pair is
+  two calls);
 - the node service's RSS.
 Needs root and /dev/fuse (real mounts); the cluster is not involved.
 """
@@ -18,6 +23,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from csi.fuse import mounts
+from csi.proto import csi_pb2
+from kubectl_fluid.api import names
+from kubectl_fluid.files import atomic_write
 from tests.bench.bench_controller import rss_mb
 from tests.bench.report import Report, at_least, at_most, percentile
 from tests.unit.test_csi_node import Driver
@@ -34,6 +42,36 @@ def bare_bind_ms(root: Path, rounds: int = 50) -> list[float]:
         mounts.bind(src, dst)
         out.append((time.perf_counter() - t0) * 1000)
         mounts.unmount(dst)
+    return out
+
+
+def info_ms(driver: Driver, rounds: int = 200) -> list[float]:
+    out = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        driver.node.NodeGetInfo(csi_pb2.NodeGetInfoRequest(), timeout=5)
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def info_per_second(driver: Driver, callers: int, calls: int = 2000) -> float:
+    def one(_: int) -> None:
+        driver.node.NodeGetInfo(csi_pb2.NodeGetInfoRequest(), timeout=5)
+
+    with ThreadPoolExecutor(callers) as pool:
+        t0 = time.perf_counter()
+        list(pool.map(one, range(calls)))
+        return calls / (time.perf_counter() - t0)
+
+
+def durable_write_ms(state_dir: Path, scratch: Path, rounds: int = 50) -> list[float]:
+    """The node service's own atomic write of a copy of its state file, on the same file system."""
+    content = (state_dir / names.CSI_STATE_FILE).read_bytes()
+    out = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        atomic_write(scratch / "state.json", content)
+        out.append((time.perf_counter() - t0) * 1000)
     return out
 
 
@@ -94,6 +132,10 @@ def run(report: Report) -> None:
                 publish.append((time.perf_counter() - t0) * 1000)
             report.add("NodePublish p50, warm key", percentile(publish, 50), "ms", "one bare bind mount(2)",
                        percentile(bare_bind_ms(root), 50), goal=at_most(2, "ms"))  # fmt: skip
+            info = percentile(info_ms(driver), 50)
+            report.add("its floor: gRPC round trip alone (NodeGetInfo) p50", info, "ms")
+            writes = durable_write_ms(root / "state", root / "bench-state")
+            report.add("its floor: one durable state-file write p50", percentile(writes, 50), "ms")
 
             # Kubelet's shape of load: many pods' volumes at once over the node's mount keys, each
             # key's FUSE already running (a warm node); 16 callers in flight.
@@ -115,6 +157,8 @@ def run(report: Report) -> None:
                 f"stage+publish pairs per second ({keys} warm keys)",
                 len(volumes) / (time.perf_counter() - t0),
                 "pairs/s",
+                "its floor: 2 NodeGetInfo calls, same callers",
+                info_per_second(driver, 16) / 2,
                 goal=at_least(500, "pairs/s"),
             )
             assert driver.proc is not None
