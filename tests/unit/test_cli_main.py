@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,8 @@ import pytest
 from kubectl_fluid.cli import complete, completers
 from kubectl_fluid.cli.main import main, normalize_args
 from kubectl_fluid.cli.settings import Settings, parse_duration
+from tests.unit.fake_apiserver import Server
+from tests.unit.test_cli_auth import kubeconfig
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -123,20 +126,16 @@ def test_refusals_before_any_request_are_one_line(
 
 
 def test_an_answer_that_cannot_be_read_is_one_error_line_naming_the_request(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str], server: Server, tmp_path: Path
 ) -> None:
-    from kubectl_fluid.kube.errors import BadAnswer
-
-    def unreadable(self: Settings) -> Any:
-        raise BadAnswer("GET", "/api/v1/pods", "a field runs past the end of its message")
-
-    monkeypatch.setattr(Settings, "open", unreadable)
-    code, _, err = run(capsys, "datasets")
-    assert (code, err) == (
-        1,
-        "error: the API server's answer to GET /api/v1/pods could not be read: "
-        "a field runs past the end of its message\n",
+    path = kubeconfig(tmp_path, server, {"token": "t"})
+    server.replies["/apis/data.fluid.io/v1alpha1/datasets"] = (200, b'{"items": [{"metadata": ', {})
+    code, out, err = run(capsys, "datasets", "-A", f"--kubeconfig={path}")
+    assert (code, out) == (1, "")
+    assert err.startswith(
+        "error: the API server's answer to GET /apis/data.fluid.io/v1alpha1/datasets could not be read: "
     )
+    assert err.count("\n") == 1
 
 
 def test_an_unexpected_failure_is_one_line_unless_debugging(
