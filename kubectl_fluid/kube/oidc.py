@@ -2,9 +2,9 @@
 it: the ``id-token`` is the bearer token while it is valid (its ``exp`` more than 10 s away); an
 expired one is refreshed with the ``refresh-token`` at the issuer's token endpoint (found through
 ``{idp-issuer-url}/.well-known/openid-configuration``), and the new tokens are written back into the
-kubeconfig file that defines the user, as kubectl writes them. The issuer is trusted through
-``idp-certificate-authority(-data)``, else the system's roots. Logging in (no refresh token) is not
-this plugin's job: the error says so.
+kubeconfig file that defines the user (``persist``: privately, atomically, through a symlink as
+kubectl writes it). The issuer is trusted through ``idp-certificate-authority(-data)``, else the
+system's roots. Logging in (no refresh token) is not this plugin's job: the error says so.
 
 Imported only for a user with an auth-provider."""
 
@@ -14,6 +14,7 @@ import base64
 import json
 import os
 import ssl
+import stat
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -148,12 +149,22 @@ def _q(value: str) -> str:
 
 
 def persist(path: Path, user: str, updated: Mapping[str, str]) -> None:
-    """Write refreshed tokens into the auth-provider config of ``user`` in ``path`` (atomically, the
-    file's mode kept), as kubectl's persister does. The file is rewritten from its parsed content, so
-    comments are lost, as with kubectl."""
+    """Write refreshed tokens into the auth-provider config of ``user`` in ``path``, as kubectl's
+    persister does: through a symlink (the link stays, its target is rewritten), the file's mode
+    kept, and the whole file rewritten from its parsed content, so comments are lost, as with
+    kubectl. Unlike kubectl's write in place, the new content goes to a temporary file beside the
+    target (0600 from its creation) that is renamed over it: a reader sees the old file or the new,
+    and a failure leaves the old one and no temporary file."""
     import yaml
 
-    text = path.read_text()
+    from kubectl_fluid.files import atomic_write
+
+    target = Path(os.path.realpath(path))
+    try:
+        text = target.read_text()
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except OSError as e:
+        raise ClientError(f"cannot write refreshed tokens to {path}: {e.strerror or e}") from None
     document = parse(text, str(path))
     for entry in document.get("users") or ():
         if isinstance(entry, dict) and entry.get("name") == user:
@@ -163,11 +174,7 @@ def persist(path: Path, user: str, updated: Mapping[str, str]) -> None:
     else:
         raise ClientError(f'cannot write refreshed tokens: user "{user}" is no longer in {path}')
     out = json.dumps(document, indent=2) if text.lstrip().startswith("{") else yaml.safe_dump(document)
-    tmp = path.with_name(f".{path.name}.kubectl-fluid-{os.getpid()}")
     try:
-        tmp.write_text(out)
-        tmp.chmod(path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
+        atomic_write(target, out.encode(), mode)
     except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise ClientError(f"cannot write refreshed tokens to {path}: {e.strerror}") from None
+        raise ClientError(f"cannot write refreshed tokens to {path}: {e.strerror or e}") from None

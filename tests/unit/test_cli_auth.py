@@ -7,11 +7,9 @@ auth-providers refused with their replacement, and a warning for each field no k
 from __future__ import annotations
 
 import base64
-import http.server
 import json
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +22,8 @@ from kubectl_fluid.cli.settings import Settings
 from kubectl_fluid.kube.errors import ClientError
 from kubectl_fluid.kube.kubeconfig import header_key_escape, load
 from kubectl_fluid.kube.transport import Api
-from tests.serving import serving
 from tests.unit.fake_apiserver import Server
+from tests.unit.oidc_issuer import Issuer, issuer_running, jwt
 
 
 def kubeconfig(tmp_path: Path, server: Server, user: dict[str, Any], **cluster: Any) -> Path:
@@ -197,57 +195,9 @@ def test_what_an_exec_plugin_says_on_stderr_reaches_the_operator(
 # --- the oidc auth-provider -----------------------------------------------------------------------
 
 
-def jwt(exp: float, sub: str = "jane") -> str:
-    def part(d: dict[str, Any]) -> str:
-        return base64.urlsafe_b64encode(json.dumps(d).encode()).decode().rstrip("=")
-
-    return f"{part({'alg': 'none'})}.{part({'sub': sub, 'exp': int(exp)})}.sig"
-
-
-@dataclass
-class Issuer:
-    url: str
-    tokens: list[dict[str, str]] = field(default_factory=list)
-    auth: list[str | None] = field(default_factory=list)
-    refuse_basic: bool = False
-    answer: dict[str, Any] = field(default_factory=dict)
-
-
 @pytest.fixture
 def issuer() -> Iterator[Issuer]:
-    """An OpenID provider on loopback: discovery, and a token endpoint for refresh_token grants."""
-    state = Issuer("")
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def reply(self, status: int, body: Any) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def do_GET(self) -> None:
-            assert self.path == "/realm/.well-known/openid-configuration"
-            self.reply(200, {"issuer": state.url, "token_endpoint": f"{state.url}/token"})
-
-        def do_POST(self) -> None:
-            from urllib.parse import parse_qsl
-
-            form = dict(parse_qsl(self.rfile.read(int(self.headers["Content-Length"])).decode()))
-            state.tokens.append(form)
-            state.auth.append(self.headers.get("Authorization"))
-            if state.refuse_basic and self.headers.get("Authorization"):
-                self.reply(401, {"error": "invalid_client"})
-                return
-            self.reply(200, state.answer)
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/realm"
-    with serving(httpd):
+    with issuer_running() as state:
         yield state
 
 
