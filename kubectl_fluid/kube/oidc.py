@@ -4,7 +4,10 @@ expired one is refreshed with the ``refresh-token`` at the issuer's token endpoi
 ``{idp-issuer-url}/.well-known/openid-configuration``), and the new tokens are written back into the
 kubeconfig file that defines the user (``persist``: privately, atomically, through a symlink as
 kubectl writes it). The issuer is trusted through ``idp-certificate-authority(-data)``, else the
-system's roots. Logging in (no refresh token) is not this plugin's job: the error says so.
+system's roots, and reached as client-go reaches it: through the proxy the environment names (never
+the cluster's ``proxy-url``), on the plugin's own dialer (``kubectl_fluid.kube.fetch``), so an
+``https://`` proxy's credentials travel only inside TLS. Logging in (no refresh token) is not this
+plugin's job: the error says so.
 
 Imported only for a user with an auth-provider."""
 
@@ -28,6 +31,7 @@ ID_TOKEN = "id-token"
 REFRESH_TOKEN = "refresh-token"
 JSON = "application/json"
 EXPIRY_DELTA = 10.0  # client-go's: a token this close to its expiry is refreshed
+TIMEOUT = 30.0  # each request to the issuer
 
 
 def expired(id_token: str, now: float) -> bool:
@@ -44,8 +48,9 @@ def expired(id_token: str, now: float) -> bool:
     return now + EXPIRY_DELTA >= exp
 
 
-def token(provider: AuthProvider, now: float | None = None) -> str:
-    """The bearer token for ``provider``, refreshing (and persisting) it when needed."""
+def token(provider: AuthProvider, now: float | None = None, env: Mapping[str, str] | None = None) -> str:
+    """The bearer token for ``provider``, refreshing (and persisting) it when needed; ``env`` (the
+    process's by default) names the proxy the issuer is reached through."""
     config = provider.config
     owner = f'the oidc auth-provider of user "{provider.user}"'
     for key in ("client-id", "idp-issuer-url"):
@@ -60,7 +65,7 @@ def token(provider: AuthProvider, now: float | None = None) -> str:
             f"{owner} has {'an expired' if current else 'no'} id-token and no refresh-token: "
             "log in again with your identity provider's tool (for example kubectl oidc-login)"
         )
-    answer = _refresh(config, refresh, owner)
+    answer = _refresh(config, refresh, owner, os.environ if env is None else env)
     new_id = answer.get("id_token")
     if not isinstance(new_id, str) or not new_id:
         raise ClientError(
@@ -91,55 +96,71 @@ def _context(config: Mapping[str, str], owner: str) -> ssl.SSLContext:
     return ctx
 
 
-def _refresh(config: Mapping[str, str], refresh: str, owner: str) -> dict[str, Any]:
+def _refresh(config: Mapping[str, str], refresh: str, owner: str, env: Mapping[str, str]) -> dict[str, Any]:
     """The token endpoint's answer to a refresh_token grant. Client credentials go in an HTTP Basic
-    header first, then (when the issuer refuses that) in the form, as Go's oauth2 auto-detects."""
-    import urllib.error
-    import urllib.request
+    header first, then (when the issuer refuses that) in the form, as Go's oauth2 auto-detects. The
+    requests go through the proxy the environment names, never the cluster's proxy-url: client-go
+    builds this refresh's transport from the issuer's certificate authority alone, and such a
+    transport takes its proxy from the environment."""
+    from kubectl_fluid.kube.fetch import fetch, reason
 
-    opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=_context(config, owner)))
+    context = _context(config, owner)
     issuer = config["idp-issuer-url"].rstrip("/")
-
-    def fetch(request: urllib.request.Request) -> dict[str, Any]:
-        with opener.open(request, timeout=30) as response:
-            loaded = json.loads(response.read())
-        if not isinstance(loaded, dict):
-            raise ValueError("not a JSON object")
-        return loaded
-
     try:
-        discovery = fetch(urllib.request.Request(f"{issuer}/.well-known/openid-configuration"))
-        endpoint = str(discovery["token_endpoint"])
-    except (OSError, ValueError, KeyError) as e:
-        raise ClientError(f"{owner}: cannot discover the token endpoint of {issuer}: {e}") from None
+        found = fetch(f"{issuer}/.well-known/openid-configuration", context=context, env=env, timeout=TIMEOUT)
+        if found.status != 200:
+            raise ValueError(f"it answered {found.status}: {_excerpt(found.body)}")
+        endpoint = _json_object(found.body).get("token_endpoint")
+        if not isinstance(endpoint, str) or not endpoint:
+            raise ValueError("its discovery document names no token_endpoint")
+    except (OSError, ValueError) as e:
+        why = reason(e) if isinstance(e, OSError) else str(e)
+        raise ClientError(f"{owner}: cannot discover the token endpoint of {issuer}: {why}") from None
     form = {"grant_type": "refresh_token", "refresh_token": refresh}
     client_id, secret = config["client-id"], config.get("client-secret", "")
     basic = base64.b64encode(f"{_q(client_id)}:{_q(secret)}".encode()).decode()
     attempts = [
-        (urlencode(form), {"Authorization": f"Basic {basic}"}),
-        (urlencode({**form, "client_id": client_id, "client_secret": secret}), {}),
+        (urlencode(form), [("Authorization", f"Basic {basic}")]),
+        (urlencode({**form, "client_id": client_id, "client_secret": secret}), []),
     ]
-    last: Exception | None = None
+    last = ""
     for body, headers in attempts:
-        request = urllib.request.Request(
-            endpoint,
-            data=body.encode(),
-            headers={
-                "Content-Type": "application/x-www-form-urlencoded",
-                "Accept": "application/json",
-                **headers,
-            },
-        )
         try:
-            return fetch(request)
-        except urllib.error.HTTPError as e:
-            last = e
-            if e.code not in (400, 401):
+            answer = fetch(
+                endpoint,
+                method="POST",
+                body=body.encode(),
+                headers=[("Content-Type", "application/x-www-form-urlencoded"), ("Accept", JSON), *headers],
+                context=context,
+                env=env,
+                timeout=TIMEOUT,
+            )
+        except OSError as e:
+            last = reason(e)
+            break
+        if 200 <= answer.status < 300:
+            try:
+                return _json_object(answer.body)
+            except ValueError as e:
+                last = f"its answer is not a JSON object: {e}"
                 break
-        except (OSError, ValueError) as e:
-            last = e
+        last = f"it answered {answer.status}: {_excerpt(answer.body)}"
+        if answer.status not in (400, 401):
             break
     raise ClientError(f"{owner}: refreshing the id-token at {endpoint} failed: {last}")
+
+
+def _json_object(data: bytes) -> dict[str, Any]:
+    loaded = json.loads(data)
+    if not isinstance(loaded, dict):
+        raise ValueError("not a JSON object")
+    return loaded
+
+
+def _excerpt(data: bytes) -> str:
+    """The start of an error answer, on one line (an HTML page is not printed whole)."""
+    text = " ".join(data.decode(errors="replace").split())
+    return text if len(text) <= 200 else text[:200] + "..."
 
 
 def _q(value: str) -> str:

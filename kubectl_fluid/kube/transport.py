@@ -65,7 +65,8 @@ class Api:
         self._host = url.hostname
         self._port = url.port or (443 if self._https else 80)
         self._prefix = url.path.rstrip("/")
-        self._proxy = proxy_for(access.server, access.proxy_url, os.environ if env is None else env)
+        self._env = os.environ if env is None else env
+        self._proxy = proxy_for(access.server, access.proxy_url, self._env)
         self._conn: http11.Connection | None = None
         self._auth: str | None = None
         self._exec_cache: Credentials | None = None
@@ -300,7 +301,7 @@ class Api:
             if not token and creds.auth_provider is not None:
                 from kubectl_fluid.kube import oidc
 
-                token, where = oidc.token(creds.auth_provider), "the oidc auth-provider"
+                token, where = oidc.token(creds.auth_provider, env=self._env), "the oidc auth-provider"
             if token:
                 if any(ord(c) < 0x20 or ord(c) == 0x7F for c in token):
                     raise ClientError(

@@ -45,9 +45,11 @@ def cert(
     if san:
         import ipaddress
 
-        builder = builder.add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(san))]), critical=False
-        )
+        try:
+            names: list[x509.GeneralName] = [x509.IPAddress(ipaddress.ip_address(san))]
+        except ValueError:  # a host name
+            names = [x509.DNSName(san)]
+        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
     return builder.sign(issuer[1] if issuer else key, hashes.SHA256()), key
 
 
