@@ -40,22 +40,25 @@ csi-stubs: $(STAMP)
 
 venv: $(STAMP) $(CSI_STUBS)
 
-# Go-built kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd, kwok, csi-sanity,
-# cached by version under $${KUBECTL_FLUID_CACHE:-~/.cache/kubectl-fluid}; only the packaging tools
-# (helm, krew) when KUBECONFIG names an existing cluster (kind, or any other). Then the real Curvine's
-# binaries, unpacked beside them from ../shared/peers/curvine ($$CURVINE_PEER_DIR) when that is there.
+# What the tests run: Go-built kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, etcd,
+# kwok, csi-sanity, csi-provisioner, helm and krew, cached by version under
+# $${KUBECTL_FLUID_CACHE:-~/.cache/kubectl-fluid}; only the packaging tools (helm, krew) when KUBECONFIG
+# names an existing cluster (kind, or any other). Then the real Curvine's binaries, unpacked beside them
+# from ../shared/peers/curvine ($$CURVINE_PEER_DIR) when that is there. `make up` and `make demo` build
+# only what they run themselves (hack/build-bins.sh's modes), so they do not depend on this.
 bins:
 	@if [ -z "$$KUBECONFIG" ]; then bash hack/build-bins.sh >/dev/null; else bash hack/build-bins.sh tools; fi
-	@PYTHONPATH=hack $(PYTHON) -m localcluster.peers.curvinebins >/dev/null || echo "warning: no real Curvine: the FUSE path runs the stand-in" >&2
+	@PYTHONPATH=hack $(PYTHON) -m localcluster.peers.curvinebins >/dev/null || echo "warning: no real Curvine: the tests of the FUSE path that need it fail under CI=true, and skip otherwise" >&2
 
 up: prereqs venv
 	PYTHONPATH=hack $(BIN)/python -m localcluster up --fluid --state-dir $(STATE)
 	@echo "export KUBECONFIG=$(abspath $(STATE))/kubeconfig"
 
-# The README's first command: everything it needs (venv, control plane, a real node with the product's
-# and Mooncake's images), then the narrated walkthrough, which deploys the product with its manifests.
-# The cluster stays up afterwards; `make down` stops it.
-demo: prereqs venv bins
+# The README's first command: everything it needs (venv, the control plane without kwok or the test
+# tools, a real node with the product's, Curvine's and Mooncake's images), then the narrated
+# walkthrough, which deploys the product with its manifests. The cluster and the demo's objects stay
+# up afterwards; the next `make demo` starts them afresh, `make down` stops everything.
+demo: prereqs venv
 	PYTHONPATH=hack $(BIN)/python -m localcluster.userscluster --mooncake --state-dir $(STATE)
 	PYTHONPATH=hack $(BIN)/python hack/demo/walkthrough.py --state-dir $(STATE)
 

@@ -3,6 +3,18 @@
 # prebuilt binaries) into a version-keyed cache outside the repository, reusing what is already there.
 # Prints the cache's bin directory on stdout; progress goes to stderr.
 set -euo pipefail
+# What each mode builds: a target builds only what it runs (a cold `make demo` has no use for the
+# test tools, and would spend minutes on them).
+#   (none)        everything `make test` runs: the control plane with kwok, csi-sanity, helm and krew
+#   cluster-kwok  the control plane with kwok (make up: kwok nodes beside the real ones)
+#   cluster       the control plane alone (make demo: a user's shape of cluster, real nodes only)
+#   tools         helm and krew alone (a suite run against a cluster KUBECONFIG names)
+#   node          a real node's binaries (below)
+mode=${1:-all}
+case "$mode" in
+  all|cluster|cluster-kwok|tools|node) ;;
+  *) echo "error: build-bins.sh: unknown mode '$mode' (all, cluster, cluster-kwok, tools, node)" >&2; exit 2 ;;
+esac
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=versions.env
 . "$here/versions.env"
@@ -228,7 +240,7 @@ mkdir -p "$CACHE" "$SCRATCH"
 t0=$SECONDS
 # `build-bins.sh node`: a real node's binaries alone (kubelet, containerd, runc, pause, busybox, coredns), linked
 # into one folder keyed by their pins, printed on stdout. CNI plugins come from Debian.
-if [ "${1:-}" = node ]; then
+if [ "$mode" = node ]; then
   build_kubelet
   build_containerd
   build_runc
@@ -246,22 +258,32 @@ if [ "${1:-}" = node ]; then
   echo "$bin"
   exit 0
 fi
-build_helm
-build_krew
-# `build-bins.sh tools`: the packaging tools alone, for a suite run against a cluster KUBECONFIG names.
-if [ "${1:-}" = tools ]; then say "tools ready in $((SECONDS - t0))s"; exit 0; fi
-build_installable kwok "$KWOK_VERSION" kwok sigs.k8s.io/kwok/cmd/kwok
-kwok_stages
-build_installable csi-test "$CSI_TEST_VERSION" csi-sanity github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity
+if [ "$mode" = all ] || [ "$mode" = tools ]; then
+  build_helm
+  build_krew
+fi
+if [ "$mode" = tools ]; then say "tools ready in $((SECONDS - t0))s"; exit 0; fi
+links=(kubernetes-"$KUBE_VERSION"/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl}
+       etcd-"$ETCD_VERSION"/etcd csi-provisioner-"$CSI_PROVISIONER_VERSION"/csi-provisioner)
+key="k8s-$KUBE_VERSION.etcd-$ETCD_VERSION"
+if [ "$mode" != cluster ]; then
+  build_installable kwok "$KWOK_VERSION" kwok sigs.k8s.io/kwok/cmd/kwok
+  kwok_stages
+  links+=(kwok-"$KWOK_VERSION"/{kwok,stages.yaml})
+  key="$key.kwok-$KWOK_VERSION"
+fi
+if [ "$mode" = all ]; then
+  build_installable csi-test "$CSI_TEST_VERSION" csi-sanity github.com/kubernetes-csi/csi-test/v5/cmd/csi-sanity
+  links+=(csi-test-"$CSI_TEST_VERSION"/csi-sanity)
+  key="$key.csi-test-$CSI_TEST_VERSION"
+fi
 build_provisioner
 build_etcd
 build_kube
-# One folder of links for callers, keyed by the whole set of pins.
-bin="$CACHE/bin/k8s-$KUBE_VERSION.etcd-$ETCD_VERSION.kwok-$KWOK_VERSION.csi-test-$CSI_TEST_VERSION.csi-provisioner-$CSI_PROVISIONER_VERSION"
+# One folder of links for callers, keyed by the set of pins it holds.
+bin="$CACHE/bin/$key.csi-provisioner-$CSI_PROVISIONER_VERSION"
 mkdir -p "$bin"
-for f in kubernetes-"$KUBE_VERSION"/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl} \
-         etcd-"$ETCD_VERSION"/etcd kwok-"$KWOK_VERSION"/{kwok,stages.yaml} csi-test-"$CSI_TEST_VERSION"/csi-sanity \
-         csi-provisioner-"$CSI_PROVISIONER_VERSION"/csi-provisioner; do
+for f in "${links[@]}"; do
   ln -sfn "$CACHE/$f" "$bin/$(basename "$f")"
 done
 say "control plane ready in $((SECONDS - t0))s: $bin"

@@ -23,19 +23,28 @@ SERVICE_CIDR = "10.96.0.0/16"
 CONTROL_PLANE = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
 
-def build_bins() -> str:
+def build_bins(kwok: bool = True) -> str:
+    """The control plane's binaries (with kwok when the cluster has kwok nodes): only what runs."""
+    mode = "cluster-kwok" if kwok else "cluster"
     out = subprocess.run(
-        ["bash", str(HACK / "build-bins.sh")], stdout=subprocess.PIPE, text=True, check=False
+        ["bash", str(HACK / "build-bins.sh"), mode], stdout=subprocess.PIPE, text=True, check=False
     )
     if out.returncode != 0:
         raise SystemExit("error: building the control plane failed (see the lines above)")
     return out.stdout.strip().splitlines()[-1]
 
 
+def control_plane(cluster: Cluster) -> tuple[str, ...]:
+    """The processes of ``cluster``'s control plane: kwok only where it has kwok nodes (a user's shape
+    of cluster, real nodes alone, has no use for it)."""
+    return CONTROL_PLANE if cluster.nodes else tuple(n for n in CONTROL_PLANE if n != "kwok")
+
+
 def healthy(cluster: Cluster) -> bool:
     # The control plane only: a project process that died is started again by its own `ensure`.
-    plane = [p for p in cluster.procs if p.name in CONTROL_PLANE]
-    if len(plane) != len(CONTROL_PLANE) or not all(p.alive() for p in plane):
+    expected = control_plane(cluster)
+    plane = [p for p in cluster.procs if p.name in expected]
+    if len(plane) != len(expected) or not all(p.alive() for p in plane):
         return False
     try:
         status, _ = api(cluster, "GET", "/readyz", timeout=2)
@@ -60,7 +69,7 @@ def start_control_plane(cluster: Cluster) -> None:
     start_storage(cluster)
 
     auth = [f"--kubeconfig={kc}", f"--authentication-kubeconfig={kc}", f"--authorization-kubeconfig={kc}"]
-    log("starting kube-controller-manager, kube-scheduler, kwok")
+    log(f"starting {', '.join(control_plane(cluster)[2:])}")
     start(
         cluster,
         "kube-controller-manager",
@@ -87,9 +96,10 @@ def start_control_plane(cluster: Cluster) -> None:
             "--leader-elect=false",
         ],
     )
-    kwoknodes.start_kwok(cluster)
-    kwoknodes.create(cluster)
-    everything = list(CONTROL_PLANE)
+    if cluster.nodes:
+        kwoknodes.start_kwok(cluster)
+        kwoknodes.create(cluster)
+    everything = list(control_plane(cluster))
     wait_for(
         "kube-controller-manager /healthz", lambda: healthz(p["controller-manager"]), cluster, 60, everything
     )

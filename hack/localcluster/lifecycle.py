@@ -40,7 +40,7 @@ def up(state_dir: Path, n_nodes: int, bin_dir: str | None) -> Cluster:
         log("a previous cluster in this state dir is not healthy; stopping what is left of it")
         down(state_dir)
 
-    bins = bin_dir or controlplane.build_bins()
+    bins = bin_dir or controlplane.build_bins(kwok=n_nodes > 0)
     state_dir.mkdir(parents=True, exist_ok=True)
     for stale in ("pki", "logs"):
         shutil.rmtree(state_dir / stale, ignore_errors=True)

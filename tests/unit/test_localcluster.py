@@ -108,3 +108,21 @@ def test_the_clusters_processes_never_see_the_callers_kubeconfig(monkeypatch: py
     assert "KUBECONFIG" not in env
     assert (env["KEEP_ME"], env["CURVINE_STANDIN_DATA"]) == ("1", "/data")
     assert "KUBECONFIG" not in process_env()
+
+
+def test_a_cluster_without_kwok_nodes_runs_and_builds_no_kwok(tmp_path: Path) -> None:
+    """make demo's cluster (real nodes only) has no use for kwok: it is neither built (the mode given
+    to hack/build-bins.sh) nor expected among the control plane's processes."""
+    from localcluster import controlplane
+
+    users = localcluster.Cluster(state_dir=tmp_path, nodes=[])
+    assert "kwok" not in controlplane.control_plane(users)
+    assert controlplane.control_plane(localcluster.Cluster(state_dir=tmp_path, nodes=["kwok-node-0"])) == (
+        controlplane.CONTROL_PLANE
+    )
+    script = Path(__file__).resolve().parents[2] / "hack" / "build-bins.sh"
+    cluster_mode = script.read_text()[script.read_text().index('if [ "$mode" != cluster ]') :]
+    assert "build_installable kwok" in cluster_mode.split("fi\n")[0]
+    refused = subprocess.run(["bash", str(script), "nonsense"], capture_output=True, text=True, check=False)
+    assert refused.returncode == 2
+    assert "unknown mode 'nonsense'" in refused.stderr
