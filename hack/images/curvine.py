@@ -1,14 +1,18 @@
-"""The Curvine client's image as an OCI archive, built without Docker or a registry: Debian bookworm
-minbase with what Curvine's binaries link (``libssl3``; curvine-fuse itself links only libc, libm and
-libgcc_s) and ``fuse3``, and Curvine's binaries from a folder (the test bed's, unpacked by
+"""Curvine's image as an OCI archive, built without Docker or a registry: Debian bookworm minbase with
+what Curvine's binaries link (``libssl3``; curvine-fuse and cv link only libc, libm and libgcc_s) and
+``fuse3``, and Curvine's binaries from a folder (the test bed's, unpacked by
 localcluster/peers/curvinebins.py) at ``/opt/curvine/``: ``curvine-fuse`` where the CSI driver's
-``--fuse-binary`` defaults to, and ``curvine-server``. The CSI node's standalone FUSE pods run it
-(``--fuse-image``).
+``--fuse-binary`` defaults to, ``curvine-server`` (master and worker) and the CLI ``cv``.
+
+The default install runs it: the CSI node's standalone FUSE pods (``--fuse-image``), the CSI
+controller's copy of curvine-fuse (its init container), and the sample Curvine cluster
+(manifests/samples/curvine-cluster.yaml). images/curvine/Dockerfile is the same recipe for Docker
+(tests/unit/test_curvineimage.py keeps them in step).
 
     PYTHONPATH=hack python -m images.curvine --bins DIR --version REV [--out DIR]   # the archive's path
 
 Cached by the binaries' digests and the recipe: the same Curvine gives the same archive, built once.
-Both binaries must answer ``--help`` inside the new root before the archive is written.
+Every binary must answer ``--help`` inside the new root before the archive is written.
 """
 
 from __future__ import annotations
@@ -26,13 +30,19 @@ from kubectl_fluid.api import names
 
 # Where the CSI driver's --fuse-binary defaults to: its folder.
 PREFIX = names.FUSE_BINARY.rsplit("/", 1)[0]
-BINARIES = ("curvine-fuse", "curvine-server")
+BINARIES = ("curvine-fuse", "curvine-server", "cv")
 PACKAGES = ("fuse3", "libssl3")
 
 
+# The reference the manifests use (IfNotPresent), tagged with the Curvine commit; the project's own
+# build of Curvine, so not under Curvine's name.
+REPOSITORY = "kubectl-fluid/curvine"
+
+
 def name(version: str) -> str:
-    """The image's reference, tagged with the Curvine commit its binaries were built from."""
-    return f"docker.io/curvine/curvine:{version}"
+    """The image's reference as containerd normalises it, tagged with the Curvine commit its binaries
+    were built from."""
+    return f"docker.io/{REPOSITORY}:{version}"
 
 
 def say(msg: str) -> None:
@@ -89,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--bins", type=Path, required=True, help="the folder holding curvine-fuse and curvine-server"
+        "--bins", type=Path, required=True, help="the folder holding curvine-fuse, curvine-server and cv"
     )
     parser.add_argument("--version", required=True, help="the Curvine commit they were built from (the tag)")
     parser.add_argument(

@@ -14,27 +14,29 @@ import pytest
 from localcluster.peers import curvinebins, curvinecluster
 
 
-def peer(tmp_path: Path, members: dict[str, bytes]) -> Path:
+def peer(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A peer folder with each tarball of fake binaries, and the pins of their digests."""
     folder = tmp_path / "peer"
     folder.mkdir()
-    with tarfile.open(folder / curvinebins.TARBALL, "w:gz") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
+    pins = {"CURVINE_VERSION": "abc1234"}
+    for tarball, (pin, members) in curvinebins.TARBALLS.items():
+        with tarfile.open(folder / tarball, "w:gz") as tar:
+            for name in members:
+                data = f"#!/bin/sh\necho {name}\n".encode()
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+        pins[pin] = hashlib.sha256((folder / tarball).read_bytes()).hexdigest()
     (folder / curvinebins.EXAMPLE).write_text("[fuse]\nenable_splice = false\n")
-    return folder
+    return folder, pins
 
 
 @pytest.fixture
 def fake_peer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = peer(tmp_path, {m: f"#!/bin/sh\necho {m}\n".encode() for m in curvinebins.BINARIES})
-    digest = hashlib.sha256((folder / curvinebins.TARBALL).read_bytes()).hexdigest()
+    folder, pins = peer(tmp_path)
     monkeypatch.setenv("CURVINE_PEER_DIR", str(folder))
     monkeypatch.setenv("KUBECTL_FLUID_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(
-        curvinebins, "pins", lambda: {"CURVINE_VERSION": "abc1234", "CURVINE_BINS_SHA256": digest}
-    )
+    monkeypatch.setattr(curvinebins, "pins", lambda: pins)
     return folder
 
 
@@ -47,18 +49,19 @@ def test_unpacked_once_into_the_version_keyed_cache(fake_peer: Path, tmp_path: P
     assert (dest / "curvine-fuse").stat().st_mode & 0o111
     assert dest.stat().st_mode & 0o755 == 0o755
     before = (dest / "curvine-fuse").stat().st_mtime_ns
-    (fake_peer / curvinebins.TARBALL).unlink()  # cached: the peer folder is not read again
+    for tarball in curvinebins.TARBALLS:
+        (fake_peer / tarball).unlink()  # cached: the peer folder is not read again
     assert curvinebins.ensure() == dest
     assert (dest / "curvine-fuse").stat().st_mtime_ns == before
     assert [p.name for p in dest.parent.iterdir()] == [dest.name]  # no temporary folder left
 
 
+@pytest.mark.parametrize("pin", [pin for pin, _ in curvinebins.TARBALLS.values()])
 def test_a_tarball_that_is_not_the_pinned_one_is_refused(
-    fake_peer: Path, monkeypatch: pytest.MonkeyPatch
+    fake_peer: Path, monkeypatch: pytest.MonkeyPatch, pin: str
 ) -> None:
-    monkeypatch.setattr(
-        curvinebins, "pins", lambda: {"CURVINE_VERSION": "abc1234", "CURVINE_BINS_SHA256": "0" * 64}
-    )
+    pins = {**curvinebins.pins(), pin: "0" * 64}
+    monkeypatch.setattr(curvinebins, "pins", lambda: pins)
     with pytest.raises(curvinebins.CurvineBinsError, match="the pin"):
         curvinebins.ensure()
     assert not curvinebins.cached()
@@ -76,7 +79,8 @@ def test_without_the_peer_folder_the_error_says_where_to_put_it(
 
 def test_the_pin_is_the_peer_folders_commit() -> None:
     assert curvinebins.version() == "bff4e7d"
-    assert len(curvinebins.pins()["CURVINE_BINS_SHA256"]) == 64
+    for pin, _ in curvinebins.TARBALLS.values():
+        assert len(curvinebins.pins()[pin]) == 64
 
 
 EXAMPLE_CONFIG = """

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from images import curvine
 from kubectl_fluid.api import names
+from localcluster.peers import curvinebins
 
 
 def binaries(folder: Path, text: str) -> Path:
@@ -32,3 +33,19 @@ def test_the_cache_key_follows_the_binaries(tmp_path: Path) -> None:
     assert curvine.tag(a, "recipe") == curvine.tag(b, "recipe")
     assert curvine.tag(a, "recipe") != curvine.tag(c, "recipe")
     assert curvine.tag(a, "recipe") != curvine.tag(a, "other recipe")
+
+
+DOCKERFILE = (Path(__file__).resolve().parents[2] / "images" / "curvine" / "Dockerfile").read_text()
+
+
+def test_the_dockerfile_builds_the_same_image_from_the_pinned_commit() -> None:
+    """images/curvine/Dockerfile (for users with Docker) and the recipe stay in step: the same
+    binaries at the same prefix, the same packages, Curvine at the commit the test bed pins."""
+    version = curvinebins.version()
+    assert f"ARG CURVINE={version}\n" in DOCKERFILE
+    assert f'org.opencontainers.image.revision="{version}"' in DOCKERFILE
+    assert f"docker build -t {curvine.REPOSITORY}:{version} images/curvine" in DOCKERFILE
+    assert f"COPY --from=build /out/ {curvine.PREFIX}/" in DOCKERFILE
+    assert f"for b in {' '.join(curvine.BINARIES)}; do" in DOCKERFILE
+    [runtime_install] = [line for line in DOCKERFILE.splitlines() if "apt-get install" in line][1:]
+    assert runtime_install.split("--no-install-recommends")[1].split()[:-1] == sorted(curvine.PACKAGES)

@@ -3,7 +3,7 @@
 
     PYTHONPATH=hack python3 -m localcluster.peers.curvinebins
 
-prints the directory holding curvine-server and curvine-fuse.
+prints the directory holding curvine-server, curvine-fuse and Curvine's CLI ``cv``.
 
 Curvine is on no package registry this machine reaches: the test peer folder (``../shared/peers/
 curvine`` beside the repository, or ``$CURVINE_PEER_DIR``) holds its source at the pinned commit and
@@ -30,10 +30,19 @@ from pathlib import Path
 HACK = Path(__file__).resolve().parents[2]
 REPO = HACK.parent
 TARBALL = "curvine-bins-stripped.tar.gz"
+# The CLI, built later from the same commit (crate curvine-cli, with S3), in a tarball of its own.
+CLI_TARBALL = "curvine-cli-cv-stripped.tar.gz"
 EXAMPLE = "curvine-cluster.example.toml"
-# Member of the tarball → name in the cache.
-BINARIES = {"curvine-server.stripped": "curvine-server", "curvine-fuse.stripped": "curvine-fuse"}
-SERVER, FUSE = BINARIES.values()
+# Tarball → (its pin in hack/versions.env, member of the tarball → name in the cache).
+TARBALLS = {
+    TARBALL: (
+        "CURVINE_BINS_SHA256",
+        {"curvine-server.stripped": "curvine-server", "curvine-fuse.stripped": "curvine-fuse"},
+    ),
+    CLI_TARBALL: ("CURVINE_CLI_SHA256", {"cv": "cv"}),
+}
+BINARIES = {member: name for _, members in TARBALLS.values() for member, name in members.items()}
+SERVER, FUSE, CLI = BINARIES.values()
 
 
 class CurvineBinsError(Exception):
@@ -82,27 +91,18 @@ def ensure() -> Path:
     if cached(dest):
         return dest
     source = peer_dir()
-    tarball = source / TARBALL
-    if not tarball.is_file() or not (source / EXAMPLE).is_file():
+    missing = [f for f in (*TARBALLS, EXAMPLE) if not (source / f).is_file()]
+    if missing:
         raise CurvineBinsError(
-            f"the real Curvine's binaries are not cached in {dest} and {source} has no {TARBALL} and "
-            f"{EXAMPLE}: put the test peer folder there or point CURVINE_PEER_DIR at it"
+            f"the real Curvine's binaries are not cached in {dest} and {source} has no "
+            f"{' and '.join(missing)}: put the test peer folder there or point CURVINE_PEER_DIR at it"
         )
-    want = pins()["CURVINE_BINS_SHA256"]
-    got = _sha256(tarball)
-    if got != want:
-        raise CurvineBinsError(f"{tarball} has sha256 {got}, the pin (hack/versions.env) is {want}")
+    pinned = pins()
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
     try:
-        with tarfile.open(tarball) as tar:
-            for member, name in BINARIES.items():
-                extracted = tar.extractfile(member)
-                if extracted is None:
-                    raise CurvineBinsError(f"{tarball} holds no file {member}")
-                with extracted, open(tmp / name, "wb") as out:
-                    shutil.copyfileobj(extracted, out)
-                (tmp / name).chmod(0o755)
+        for name, (pin, members) in TARBALLS.items():
+            _unpack(source / name, pinned[pin], members, tmp)
         shutil.copyfile(source / EXAMPLE, tmp / EXAMPLE)
         tmp.chmod(0o755)  # mkdtemp's 0700 would keep FUSE pods' other users from the binaries
         shutil.rmtree(dest, ignore_errors=True)
@@ -110,6 +110,20 @@ def ensure() -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return dest
+
+
+def _unpack(tarball: Path, sha256: str, members: dict[str, str], into: Path) -> None:
+    got = _sha256(tarball)
+    if got != sha256:
+        raise CurvineBinsError(f"{tarball} has sha256 {got}, the pin (hack/versions.env) is {sha256}")
+    with tarfile.open(tarball) as tar:
+        for member, name in members.items():
+            extracted = tar.extractfile(member)
+            if extracted is None:
+                raise CurvineBinsError(f"{tarball} holds no file {member}")
+            with extracted, open(into / name, "wb") as out:
+                shutil.copyfileobj(extracted, out)
+            (into / name).chmod(0o755)
 
 
 def find() -> Path | None:
