@@ -54,11 +54,6 @@ class Outcome:
         return "mutated" if self.patch else "unchanged"
 
 
-def already_injected(pod: dict[str, Any]) -> bool:
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    return labels.get(names.LABEL_INJECT_DONE) == names.TRUE
-
-
 def asks_for_propagation(pod: dict[str, Any]) -> bool:
     labels = (pod.get("metadata") or {}).get("labels") or {}
     return labels.get(names.LABEL_FUSE_SERVERFUL_INJECT) == names.TRUE
@@ -77,9 +72,10 @@ def admit(
     what ``collect`` already found for this pod and namespace, when the caller has it (the server
     collects first to know what to fetch), so it is not worked out twice."""
     group = route(pod)
-    # Reinvocation and a second webhook see our own output: leave it alone (SPEC §4).
-    if already_injected(pod):
-        return Outcome(group)
+    # No shortcut for the done label (issue 27, item 9, over SPEC §4's "left alone"): on reinvocation a
+    # later webhook may have added a container that lacks the config, and a pod may arrive carrying
+    # the label it set itself. Every pod is checked and given what it lacks; the plugins leave what is
+    # already right as it is, so our own output yields no patch.
     if collected is None:
         try:
             collected = collect(pod, namespace, lookup, max_datasets)

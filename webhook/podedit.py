@@ -14,12 +14,15 @@ writes, so a pod the plugins leave alone yields an empty patch.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import operator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kubectl_fluid.api import names
 
 _CONTAINER_LISTS = ("containers", "initContainers")
+# Whether an entry already in the pod (first) is as good as the one wanted (second).
+Same = Callable[[dict[str, Any], dict[str, Any]], bool]
 
 
 def _copy_container(container: dict[str, Any]) -> dict[str, Any]:
@@ -97,16 +100,18 @@ def app_containers(pod: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 yield container
 
 
-def upsert(items: list[dict[str, Any]], wanted: dict[str, Any], matches: list[int]) -> None:
+def upsert(
+    items: list[dict[str, Any]], wanted: dict[str, Any], matches: list[int], same: Same = operator.eq
+) -> None:
     """Make ``wanted`` the one entry of ``items`` at the ``matches`` positions (ascending; see
-    ``named``): the first match is replaced in place (kept when already equal, so a second run changes
-    nothing), later matches are dropped (for env, the last duplicate would win in the kubelet), and
-    with no match ``wanted`` is appended."""
+    ``named``): the first match is replaced in place (kept when ``same`` as wanted, so a second run
+    changes nothing), later matches are dropped (for env, the last duplicate would win in the kubelet),
+    and with no match ``wanted`` is appended."""
     if not matches:
         items.append(wanted)
         return
     first = matches[0]
-    if items[first] != wanted:
+    if not same(items[first], wanted):
         items[first] = wanted
     for index in reversed(matches[1:]):
         del items[index]
@@ -118,11 +123,13 @@ def named(items: list[dict[str, Any]], name: str) -> list[int]:
     return [index for index, item in enumerate(items) if item.get("name") == name]
 
 
-def merge_named(items: list[dict[str, Any]], wanted: dict[str, dict[str, Any]]) -> None:
+def merge_named(
+    items: list[dict[str, Any]], wanted: dict[str, dict[str, Any]], same: Same = operator.eq
+) -> None:
     """``upsert`` each of ``wanted`` (by name, in order). Usually none is present yet: then one scan
     and one extend do it, which matters on the hot path (per container, for every env var)."""
     if not items or not any(item.get("name") in wanted for item in items):
         items.extend(wanted.values())
         return
     for name, entry in wanted.items():
-        upsert(items, entry, named(items, name))
+        upsert(items, entry, named(items, name), same)

@@ -148,8 +148,12 @@ def test_a_second_pass_changes_nothing(fl: Fluid, webhook: WebhookProcess, k8s: 
     eventually(lambda: webhook.ca_bundle_patched(admission), "caBundle on both webhooks", timeout=30)
     try:
         before = webhook.metric("fluid_webhook_admissions_total")
+        unchanged = webhook.metric("fluid_webhook_admissions_total", {"result": "unchanged"})
         stored = create(fl, pod("twice", datasets="ds1"))
         assert webhook.metric("fluid_webhook_admissions_total") >= before + 2
+        # The second pass checks the pod again (issue 27, item 9) and finds it right as the API server
+        # keeps it (our volume with its default mode): an empty patch.
+        assert webhook.metric("fluid_webhook_admissions_total", {"result": "unchanged"}) == unchanged + 1
         assert_injected(stored, ["ds1"])
         assert len(stored["spec"]["volumes"]) == len({v["name"] for v in stored["spec"]["volumes"]})
     finally:

@@ -71,7 +71,58 @@ def test_second_admission_of_the_result_is_a_no_op() -> None:
     again = _admit(apply_patch(review_pod(), first.patch), lookup)
     assert again.result == "unchanged"
     assert again.patch is None
-    assert again.plugins_run == []
+    # Checked again all the same (issue 27, item 9): the done label skips nothing.
+    assert again.plugins_run == ["RuntimeConfigInjector"]
+
+
+def test_reinvoked_after_another_webhook_added_a_container_it_gets_the_config_and_nothing_else_changes() -> (
+    None
+):
+    """reinvocationPolicy IfNeeded: the API server calls us again with our own patch applied and a
+    later webhook's container added; only that container lacks the mount and the env."""
+    lookup = ready_lookup("ds1", "ds2")
+    first = _admit(review_pod(), lookup)
+    assert first.mutated is not None
+    later = copy.deepcopy(first.mutated)
+    later["spec"]["containers"].append({"name": "late", "image": "x"})
+    later["spec"]["initContainers"].append({"name": "fluid-fuse-late", "image": "x"})
+    again = _admit(later, lookup)
+    assert again.result == "mutated"
+    assert again.patch is not None
+    assert {op["path"] for op in again.patch} == {"/spec/containers/2/env", "/spec/containers/2/volumeMounts"}
+    assert again.mutated is not None
+    late = again.mutated["spec"]["containers"][2]
+    assert late["volumeMounts"] == first.mutated["spec"]["containers"][0]["volumeMounts"][-2:]
+    assert {e["name"] for e in late["env"]} == {
+        env for ds in ("ds1", "ds2") for env in names.runtime_config_env_names(ds)
+    }
+    assert _admit(again.mutated, lookup).patch is None
+
+
+def test_our_volume_as_the_api_server_defaults_it_is_left_as_it_is() -> None:
+    """After a webhook's patch the API server sets a configMap volume's defaultMode (0644); on
+    reinvocation that volume is ours and right, not a change to undo."""
+    lookup = ready_lookup("ds1")
+    first = _admit(injection_pod("ds1"), lookup)
+    assert first.mutated is not None
+    defaulted = copy.deepcopy(first.mutated)
+    for volume in defaulted["spec"]["volumes"]:
+        volume["configMap"]["defaultMode"] = 0o644
+    assert _admit(defaulted, lookup).patch is None
+
+
+def test_a_pod_created_with_the_done_label_is_still_checked_and_given_what_it_lacks() -> None:
+    done = {names.LABEL_INJECT_DONE: names.TRUE}
+    refused = _admit(injection_pod("ds9", labels=done), ready_lookup("ds1"))
+    assert refused.denied == f'dataset "ds9" not found in namespace "{NS}"'
+    given = _admit(injection_pod("ds1", labels=done), ready_lookup("ds1"))
+    assert given.mutated is not None
+    assert [v["name"] for v in given.mutated["spec"]["volumes"]] == ["fluid-runtime-config-ds1"]
+    assert {op["path"] for op in given.patch or []} == {
+        "/spec/volumes",
+        "/spec/containers/0/env",
+        "/spec/containers/0/volumeMounts",
+    }
 
 
 def test_without_the_done_label_the_plugins_still_change_nothing_more() -> None:

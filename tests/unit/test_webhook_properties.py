@@ -122,12 +122,55 @@ def test_patch_reproduces_the_mutation_and_a_second_admission_is_a_no_op(pod: di
     assert _canonical(mutated) == _canonical(outcome.mutated)
     again = admit(mutated, NS, LOOKUP, PROFILE)
     assert again.patch is None, again.patch
-    # The plugins themselves are idempotent, not only skipped for the done label.
+    # Without the done label, only the label is added back.
     labels = mutated["metadata"].get("labels") or {}
     if labels.pop(names.LABEL_INJECT_DONE, None) is not None:
         ops = admit(mutated, NS, LOOKUP, PROFILE).patch
         assert ops is not None
         assert [op["path"] for op in ops] == ["/metadata/labels/done.sidecar.fluid.io~1inject"]
+
+
+LATE_NAMES = ["late", "later", "fluid-fuse-late"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(pods(), st.lists(st.sampled_from(LATE_NAMES), unique=True, min_size=1), st.booleans())
+def test_reinvoked_after_containers_were_added_only_those_get_the_config(
+    pod: dict[str, Any], late: list[str], done_label_first: bool
+) -> None:
+    """reinvocationPolicy IfNeeded (issue 27, item 9): another webhook added containers after ours;
+    the second admission gives each of them (but fluid-fuse*) what the others got, and nothing
+    else changes. A pod carrying the done label from the start is treated the same."""
+    if done_label_first:
+        pod["metadata"].setdefault("labels", {})[names.LABEL_INJECT_DONE] = names.TRUE
+    first = admit(pod, NS, LOOKUP, PROFILE)
+    if first.mutated is None or not first.datasets or first.group != "clientless":
+        return
+    later = copy.deepcopy(first.mutated)
+    later["spec"]["containers"] += [{"name": name, "image": "x"} for name in late]
+    again = admit(later, NS, LOOKUP, PROFILE)
+    assert again.denied is None
+    after = apply_patch(later, again.patch) if again.patch else later
+    before = len(first.mutated["spec"]["containers"])
+    assert _canonical(after["spec"]["containers"][:before]) == _canonical(first.mutated["spec"]["containers"])
+    assert _canonical({**after["spec"], "containers": []}) == _canonical({**later["spec"], "containers": []})
+    assert after["metadata"] == later["metadata"]
+    mounts = [
+        {"name": names.runtime_config_volume(ds), "mountPath": names.pod_config_dir(ds), "readOnly": True}
+        for ds in first.datasets
+    ]
+    env = {
+        env_name: names.pod_runtime_sh_path(ds)
+        for ds in first.datasets
+        for env_name in names.runtime_config_env_names(ds)
+    }
+    for container in after["spec"]["containers"][before:]:
+        if container["name"].startswith(names.FUSE_CONTAINER_PREFIX):
+            assert container == {"name": container["name"], "image": "x"}
+        else:
+            assert container["volumeMounts"] == mounts
+            assert {e["name"]: e["value"] for e in container["env"]} == env
+    assert admit(after, NS, LOOKUP, PROFILE).patch is None
 
 
 json_scalar = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.text("ab~/", max_size=3))

@@ -3,7 +3,9 @@ read-only ConfigMap volume and env vars pointing at its runtime.sh; no dataset v
 
 Entries the injector owns are replaced, never duplicated, so a second run changes nothing: volumes
 and env vars by name; mounts by volume name *and* by mount path, since the API server refuses two
-mounts at one path in a container.
+mounts at one path in a container. An entry that is already right is kept as it is, the volume as
+the API server defaults it included: on reinvocation (a later webhook added a container) only what
+is missing is added.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from webhook.plugins.base import Context
 Entries = dict[str, dict[str, Any]]
 # The problems named in full in one denial; the rest are counted (SPEC §4: denials under 1 KiB).
 _PROBLEMS_BUDGET: Final = 600
+# What the API server sets on a configMap volume without a mode (0644), after our patch too.
+_DEFAULT_MODE: Final = 0o644
 
 
 def _problem(ctx: Context, dataset: str) -> str | None:
@@ -60,11 +64,23 @@ class RuntimeConfigInjector:
                 env_owner[env_name] = dataset
                 env[env_name] = {"name": env_name, "value": runtime_sh}
 
-        podedit.merge_named(podedit.volumes_of(pod), volumes)
+        podedit.merge_named(podedit.volumes_of(pod), volumes, _same_volume)
         for container in list(podedit.app_containers(pod)):
             _merge_mounts(podedit.volume_mounts_of(container), mounts, mount_paths)
             podedit.merge_named(podedit.env_of(container), env)
         podedit.labels_of(pod)[names.LABEL_INJECT_DONE] = names.TRUE
+
+
+def _same_volume(have: dict[str, Any], want: dict[str, Any]) -> bool:
+    """``have`` is ``want``, or ``want`` as the API server stored it (with the default mode)."""
+    if have == want:
+        return True
+    source = have.get("configMap")
+    return (
+        isinstance(source, dict)
+        and source.get("defaultMode") == _DEFAULT_MODE
+        and have == {**want, "configMap": {**want["configMap"], "defaultMode": _DEFAULT_MODE}}
+    )
 
 
 def _warn_shared_env_name(ctx: Context, previous: str | None, dataset: str, env_name: str) -> None:
