@@ -5,7 +5,9 @@ of our own (a bug, an API outage on a cache miss) denies it too, never admits it
 
 The API server waits ``timeoutSeconds`` (5) for the answer and then refuses the pod on its own, while
 we would go on working for nobody. Cache-miss GETs therefore get ``LOOKUP_DEADLINE`` seconds, after
-which the pod is denied with a reason of ours; every denial is cut to ``denials.MAX_DENIAL_BYTES``.
+which the pod is denied with a reason of ours; a namespace that has spent its budget of cache-miss
+GETs (``webhook/budgets.py``) has its pod denied at once, saying so. Every denial is cut to
+``denials.MAX_DENIAL_BYTES``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any, Final
 import orjson
 
 from webhook import metrics
-from webhook.cache import ClusterLookup
+from webhook.cache import ClusterLookup, OverBudget
 from webhook.collect import MAX_DATASETS_PER_POD, Collected, collect
 from webhook.denials import clamp, quote
 from webhook.errors import Denied
@@ -65,6 +67,8 @@ class Admission:
                 lookup = await self.lookup.prefetch(namespace, wanted, self.lookup_deadline)
             except TimeoutError:
                 return self._lookups_timed_out(uid, namespace, pod)
+            except OverBudget as over:
+                return _over_budget(uid, over, pod)
             # The PVCs that collect() read come from the same watch cache either way: what it found
             # is what was fetched for, and what the pipeline acts on.
             outcome = admit(
@@ -101,6 +105,22 @@ class Admission:
             f"the API server within {self.lookup_deadline:g}s; retry, or check the API server and "
             "the webhook's logs",
         )
+
+
+def _over_budget(uid: str, over: OverBudget, pod: dict[str, Any]) -> dict[str, Any]:
+    metrics.ADMISSIONS.labels("unknown", "", "denied").inc()
+    log.warning(
+        "namespace over its lookup budget", extra={"namespace": over.namespace, "pod": _pod_name(pod)}
+    )
+    ns, budgets = quote(over.namespace), over.budgets
+    return _answer(
+        uid,
+        allowed=False,
+        message=f"fluid webhook refused pod {quote(_pod_name(pod))}: too many lookups of datasets not in "
+        f"its cache in namespace {ns} (more than {budgets.burst} at once or {budgets.rate:g} a second); "
+        f"retry in a few seconds, and check that the pods of namespace {ns} name datasets that exist "
+        f"(kubectl get datasets -n {over.namespace})",
+    )
 
 
 def _pod_name(pod: dict[str, Any]) -> str:

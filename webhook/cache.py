@@ -7,42 +7,87 @@ cached only when they carry ``fluid.io/dataset-id`` (all Fluid PVCs do, from the
 controller creates them); a PVC missing from that cache is not a Fluid PVC, with no GET.
 
 What a GET finds belongs to the admission that asked: ``prefetch`` returns it in a view of its own,
-dropped with the admission. No store is shared between admissions, so none has to be bounded by
-evicting what another admission has just fetched (the store this replaces was cleared at 1024
-entries, right after the insert of the admission that needed them). GETs are bounded instead: at most
-``MAX_CONCURRENT_GETS`` in flight for the whole server, as a pod naming many datasets must not queue
-thousands of requests in the HTTP client's pool (which then spends its time managing the queue), and
-no ConfigMap is asked for when its Dataset does not exist.
+dropped with the admission. No store of found objects is shared between admissions, so none has to be
+bounded by evicting what another admission has just fetched (the store this replaces was cleared at
+1024 entries, right after the insert of the admission that needed them).
+
+Misses are bounded three ways (issue 27, item 4: one namespace's pods naming missing datasets got
+another namespace's pod refused, at 56 GETs a pod):
+- a 404 is remembered for a few seconds (``webhook/notfound.py``; the watch's ADDED forgets it), and
+  concurrent misses of one name share one GET, so a flood naming the same missing names costs a GET
+  per name, not per pod;
+- each namespace has a budget of GETs (``webhook/budgets.py``): a namespace that spent it has its
+  further misses refused at once (``OverBudget``), and at most ``NAMESPACE_CONCURRENT_GETS`` of its
+  GETs are in flight, so it never holds every slot another namespace's admission needs;
+- at most ``MAX_CONCURRENT_GETS`` are in flight for the whole server, as a pod naming many datasets
+  must not queue thousands of requests in the HTTP client's pool (which then spends its time managing
+  the queue), and no ConfigMap is asked for when its Dataset does not exist.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import kr8s.asyncio
 
 from kubectl_fluid.api import names
 from kubectl_fluid.kube import http, resources
-from kubectl_fluid.kube.watchcache import WatchCache
+from kubectl_fluid.kube.watchcache import EventType, WatchCache
 from webhook import metrics
+from webhook.budgets import Budgets
+from webhook.notfound import NotFound
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 Kind = Literal["Dataset", "ConfigMap"]
+Key = tuple[Kind, str, str]  # (kind, namespace, name)
 # Steady state needs none. Each GET costs the client a few ms of CPU (httpx, TLS), so more in flight
 # only opens more connections: measured on the local cluster, 128 GETs took 0.7-0.9 s at 1, 4 or 8 in
 # flight and 1.2-1.5 s at 16, with single GETs waiting up to 0.9 s.
 MAX_CONCURRENT_GETS: Final = 8
+# Of those, one namespace's: half, so whatever one namespace asks, another finds slots free.
+NAMESPACE_CONCURRENT_GETS: Final = 4
+
+
+class OverBudget(Exception):
+    """``namespace`` has spent its budget of direct GETs: its admission is refused without one."""
+
+    def __init__(self, namespace: str, budgets: Budgets) -> None:
+        super().__init__(f"namespace {namespace} is over its budget of lookups")
+        self.namespace = namespace
+        self.budgets = budgets
+
+
+@dataclass(slots=True)
+class _Shared:
+    """One GET in flight and how many admissions wait on it."""
+
+    task: asyncio.Task[Obj | None]
+    waiters: int = 0
 
 
 class ClusterLookup:
     """Sync reads for the pipeline (the Lookup protocol, from the watch caches alone), and
     ``prefetch``, which returns the Lookup one admission uses: the caches plus its own misses."""
 
-    def __init__(self, api: kr8s.asyncio.Api, *, max_concurrent_gets: int = MAX_CONCURRENT_GETS) -> None:
+    def __init__(
+        self,
+        api: kr8s.asyncio.Api,
+        *,
+        max_concurrent_gets: int = MAX_CONCURRENT_GETS,
+        namespace_concurrent_gets: int = NAMESPACE_CONCURRENT_GETS,
+        budgets: Budgets | None = None,
+        not_found: NotFound[Key] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.api = api
         self.datasets = WatchCache(api, resources.DATASETS)
         self.runtimes = WatchCache(api, resources.CACHERUNTIMES)
@@ -50,7 +95,15 @@ class ClusterLookup:
             api, resources.CONFIGMAPS, label_selector=f"{names.LABEL_APP_MANAGED_BY}={names.MANAGED_BY}"
         )
         self.pvcs = WatchCache(api, resources.PERSISTENT_VOLUME_CLAIMS, label_selector=names.LABEL_DATASET_ID)
+        self.budgets = budgets or Budgets()
+        self.not_found: NotFound[Key] = not_found or NotFound()
+        self._clock = clock
         self._gets = asyncio.Semaphore(max_concurrent_gets)
+        self._namespace_gets = namespace_concurrent_gets
+        self._namespace_slots: dict[str, tuple[asyncio.Semaphore, int]] = {}  # namespace -> (slots, users)
+        self._in_flight: dict[Key, _Shared] = {}
+        self.datasets.add_handler(self._forget("Dataset"))
+        self.configmaps.add_handler(self._forget("ConfigMap"))
 
     def caches(self) -> list[WatchCache]:
         return [self.datasets, self.runtimes, self.configmaps, self.pvcs]
@@ -74,10 +127,13 @@ class ClusterLookup:
     async def prefetch(self, namespace: str, datasets: list[str], deadline: float) -> Fetched:
         """One GET for each Dataset the caches lack, then one for the ConfigMap of each Dataset that
         exists and whose ConfigMap the caches lack (a missing Dataset is refused as such, so its
-        ConfigMap is never asked for); at most ``max_concurrent_gets`` at a time across all
-        admissions, all within ``deadline`` seconds (else TimeoutError). Returns the Lookup to admit
-        with. In steady state nothing is missing and nothing is awaited: not even a timer is set."""
-        fetched: dict[tuple[Kind, str, str], Obj | None] = {}
+        ConfigMap is never asked for); none for a name answered 404 a moment ago, one shared by
+        all admissions asking for a name at once; at most ``namespace_concurrent_gets`` of a
+        namespace and ``max_concurrent_gets`` of all at a time, all within ``deadline`` seconds (else
+        TimeoutError), and OverBudget when ``namespace`` has spent its budget. Returns the Lookup to
+        admit with. In steady state nothing is missing and nothing is awaited: not even a timer is
+        set."""
+        fetched: dict[Key, Obj | None] = {}
         view = Fetched(self, fetched)
         missing = [ds for ds in datasets if self.datasets.get(namespace, ds) is None]
         if not missing and all(self._has_configmap(namespace, ds) for ds in datasets):
@@ -95,17 +151,86 @@ class ClusterLookup:
         return self.configmaps.get(namespace, names.runtime_config_configmap(dataset)) is not None
 
     async def _fetch(
-        self, into: dict[tuple[Kind, str, str], Obj | None], kind: Kind, namespace: str, wanted: list[str]
+        self, into: dict[Key, Obj | None], kind: Kind, namespace: str, wanted: list[str]
     ) -> None:
+        """What the API server has for ``wanted``: a name it answered 404 for a moment ago is not
+        asked again, a name another admission is asking for is waited on, and the rest cost this
+        namespace's budget (all or none: OverBudget)."""
         if not wanted:
             return
-        resource = resources.DATASETS if kind == "Dataset" else resources.CONFIGMAPS
-        found = await asyncio.gather(*(self._bounded_get(resource, namespace, name) for name in wanted))
-        into.update(((kind, namespace, name), obj) for name, obj in zip(wanted, found, strict=True))
+        now = self._clock()
+        keys: list[Key] = []
+        for name in wanted:
+            key: Key = (kind, namespace, name)
+            if self.not_found.known(key, now):
+                into[key] = None
+                metrics.NOT_FOUND_REMEMBERED.labels(kind).inc()
+            else:
+                keys.append(key)
+        gets = {key: self._in_flight[key] for key in keys if key in self._in_flight}
+        new = [key for key in keys if key not in gets]
+        if not self.budgets.take(namespace, len(new), now):
+            metrics.OVER_BUDGET.inc()
+            raise OverBudget(namespace, self.budgets)
+        for key in new:
+            shared = gets[key] = self._in_flight[key] = _Shared(asyncio.create_task(self._get_once(key)))
+            shared.task.add_done_callback(functools.partial(self._finished, key, shared))
+        found = await asyncio.gather(*(self._wait(key, gets[key]) for key in keys))
+        into.update(zip(keys, found, strict=True))
 
-    async def _bounded_get(self, resource: resources.Resource, namespace: str, name: str) -> Obj | None:
-        async with self._gets:
-            return await self._get(resource, namespace, name)
+    async def _wait(self, key: Key, shared: _Shared) -> Obj | None:
+        """The answer of the GET in flight for ``key``. The last admission to stop waiting (its
+        deadline passed) cancels the GET: nobody is left to read it."""
+        shared.waiters += 1
+        try:
+            return await asyncio.shield(shared.task)
+        finally:
+            shared.waiters -= 1
+            if not shared.waiters and not shared.task.done():
+                shared.task.cancel()
+                self._done(key, shared)
+
+    async def _get_once(self, key: Key) -> Obj | None:
+        kind, namespace, name = key
+        resource = resources.DATASETS if kind == "Dataset" else resources.CONFIGMAPS
+        async with self._namespace_slot(namespace), self._gets:
+            found = await self._get(resource, namespace, name)
+        if found is None:
+            self.not_found.add(key, self._clock())
+        return found
+
+    def _done(self, key: Key, shared: _Shared) -> None:
+        if self._in_flight.get(key) is shared:
+            del self._in_flight[key]
+
+    def _finished(self, key: Key, shared: _Shared, _: asyncio.Task[Obj | None]) -> None:
+        self._done(key, shared)
+
+    @contextlib.asynccontextmanager
+    async def _namespace_slot(self, namespace: str) -> AsyncIterator[None]:
+        """One of ``namespace``'s GET slots (its semaphore lives while anyone holds or waits on it)."""
+        slots, users = self._namespace_slots.get(namespace) or (asyncio.Semaphore(self._namespace_gets), 0)
+        self._namespace_slots[namespace] = (slots, users + 1)
+        try:
+            async with slots:
+                yield
+        finally:
+            slots, users = self._namespace_slots[namespace]
+            if users == 1:
+                del self._namespace_slots[namespace]
+            else:
+                self._namespace_slots[namespace] = (slots, users - 1)
+
+    def _forget(self, kind: Kind) -> Callable[[EventType, Obj], None]:
+        """A watch handler: a name the watch now holds was not found no longer. (Reads go to the
+        watch caches first anyway; this keeps the names remembered to those still missing.)"""
+
+        def forget(event: EventType, obj: Obj) -> None:
+            if event != "DELETED":
+                meta = obj.get("metadata") or {}
+                self.not_found.forget((kind, meta.get("namespace", ""), meta.get("name", "")))
+
+        return forget
 
     async def _get(self, resource: resources.Resource, namespace: str, name: str) -> Obj | None:
         metrics.API_REQUESTS.labels(resource.plural).inc()
@@ -115,7 +240,7 @@ class ClusterLookup:
 class Fetched:
     """The Lookup of one admission: the watch caches first, then what its own GETs found."""
 
-    def __init__(self, caches: ClusterLookup, fetched: dict[tuple[Kind, str, str], Obj | None]) -> None:
+    def __init__(self, caches: ClusterLookup, fetched: dict[Key, Obj | None]) -> None:
         self._caches = caches
         self._fetched = fetched
 

@@ -20,3 +20,12 @@ API_REQUESTS = Counter(
     ["resource"],
 )
 BAD_REQUESTS = Counter("fluid_webhook_bad_requests_total", "Requests answered 400 (malformed or oversized).")
+NOT_FOUND_REMEMBERED = Counter(
+    "fluid_webhook_not_found_remembered_total",
+    "Cache misses answered from the memory of a recent 404, without a request.",
+    ["kind"],
+)
+OVER_BUDGET = Counter(
+    "fluid_webhook_lookups_over_budget_total",
+    "Admissions refused because their namespace had spent its budget of cache-miss requests.",
+)
