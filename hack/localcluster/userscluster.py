@@ -1,8 +1,9 @@
 """A cluster shaped as a user's: the local control plane with no kwok node and one real, untainted
-kubelet node, into whose containerd the product's image (and the CSI controller's csi-provisioner
-sidecar, by the manifest's name, and any other image asked for) is imported, so that
-``kubectl apply -k manifests/`` runs there with ``IfNotPresent`` and no registry. ``make demo`` runs on
-it, and so do the e2e tests that deploy the product with its manifests.
+kubelet node, into whose containerd the images of the default install are imported (the product's,
+Curvine's, whose curvine-fuse the CSI driver runs, and the CSI controller's csi-provisioner sidecar,
+by the manifests' names), and any other image asked for, so that ``kubectl apply -k manifests/`` runs
+there with ``IfNotPresent`` and no registry. ``make demo`` runs on it, and so do the e2e tests that
+deploy the product with its manifests.
 
 The state dir is marked as holding this shape: ``make up``'s cluster (kwok nodes, the product as local
 processes) and this one never share a state dir, since the product would then run twice.
@@ -42,6 +43,21 @@ def provisioner_image() -> str:
     raise SystemExit(f"error: no csi-provisioner container in {PROVISIONER_MANIFEST}")
 
 
+def curvine_image() -> Path:
+    """Curvine's image (hack/images/curvine.py) from the test peer's binaries: the default install's
+    FUSE runs it, so a user's cluster cannot do without it."""
+    from images import curvine
+    from localcluster.peers import curvinebins
+
+    try:
+        bins = curvinebins.ensure()
+    except curvinebins.CurvineBinsError as err:
+        raise SystemExit(
+            f"error: Curvine's image, which the default install runs, cannot be built: {err}"
+        ) from None
+    return curvine.build(bins, curvinebins.version())
+
+
 def refuse_other_shape(state_dir: Path) -> None:
     """A running cluster of make up's shape in ``state_dir`` is not taken over."""
     existing = Cluster.load(state_dir)
@@ -53,8 +69,8 @@ def refuse_other_shape(state_dir: Path) -> None:
 
 
 def up(state_dir: Path, images: Iterable[Callable[[], Path]] = ()) -> Cluster:
-    """The cluster, started or reused, with the product's images on its node; ``images`` build
-    further archives (a cached build returns at once) to import too."""
+    """The cluster, started or reused, with the default install's images on its node; ``images``
+    build further archives (a cached build returns at once) to import too."""
     from images import product
 
     refuse_other_shape(state_dir)
@@ -67,7 +83,7 @@ def up(state_dir: Path, images: Iterable[Callable[[], Path]] = ()) -> Cluster:
     provisioner = node.root / "images" / "csi-provisioner.tar"
     if not provisioner.exists():  # the node's own folder: written once per node, so imported once
         oci.binary_image(Path(cluster.bin_dir) / "csi-provisioner", provisioner_image(), provisioner)
-    for archive in (product.build(), provisioner, *(build() for build in images)):
+    for archive in (product.build(), curvine_image(), provisioner, *(build() for build in images)):
         t0 = time.monotonic()
         if not realnodes.import_archive_once(bins, node, archive):
             continue

@@ -84,10 +84,24 @@ def install(kubeconfig: Path) -> None:
 
 
 def service_account_kubeconfig(
-    admin: Path, core: client.CoreV1Api, out: Path, account: str = "fluid-controller"
+    admin: Path,
+    core: client.CoreV1Api,
+    out: Path,
+    account: str = "fluid-controller",
+    bound_pod: client.V1Pod | None = None,
 ) -> Path:
-    """A kubeconfig for ServiceAccount fluid-system/{account} on the admin's cluster."""
-    request = {"spec": {"expirationSeconds": 6 * 3600}}
+    """A kubeconfig for ServiceAccount fluid-system/{account} on the admin's cluster; with
+    ``bound_pod``, its token is bound to that pod, as a pod's own projected token is (the API server
+    then names the pod's node in the token's user info)."""
+    request: dict[str, Any] = {"spec": {"expirationSeconds": 6 * 3600}}
+    if bound_pod is not None:
+        ref = {
+            "kind": "Pod",
+            "apiVersion": "v1",
+            "name": bound_pod.metadata.name,
+            "uid": bound_pod.metadata.uid,
+        }
+        request["spec"]["boundObjectRef"] = ref
     token = eventually(
         lambda: core.create_namespaced_service_account_token(account, names.FLUID_NAMESPACE, request),
         f"a token for ServiceAccount {account}",

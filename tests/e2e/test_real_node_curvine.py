@@ -1,12 +1,13 @@
-"""The FUSE path with the real Curvine on a real node: the product deployed with
-``kubectl apply -k manifests/``, its node DaemonSet changed as its manifest says for an image that
-ships Curvine's client (``--fuse-image`` the Curvine image of hack/images/curvine.py, no
-``--fuse-binary``: the default /opt/curvine/curvine-fuse, and the nodes' ``--fuse-config`` from a
-ConfigMap), a real Curvine master and worker on this host's loopback (the FUSE pods use the host's
-network), and a static PV of a directory made in that Curvine. Two real pods mount it through one
-standalone FUSE pod running the real curvine-fuse; a file written in one container is read in the
-other and, through a curvine-fuse of the host's own, in Curvine itself; both pods deleted → the FUSE
-pod gone and nothing of the volume mounted, on the host or in the node.
+"""The FUSE path with the real Curvine on a real node, as the default install runs it: the product
+deployed with ``kubectl apply -k manifests/`` unchanged (its node DaemonSet runs Curvine's
+curvine-fuse from Curvine's image, hack/images/curvine.py, with the settings of ConfigMap
+fluid-csi-fuse-settings), a real Curvine master and worker on this host's loopback (the FUSE pods use
+the host's network), and a static PV of a directory made in that Curvine. Two real pods mount it
+through one standalone FUSE pod running the real curvine-fuse, admitted by the FUSE pod policy; a file
+written in one container is read in the other and, through a curvine-fuse of the host's own, in
+Curvine itself; the FUSE killed -9 in its pod is replaced and both pods read again; after the master's
+restart the pods read again or the FuseMount says why not; both pods deleted → the FUSE pod gone and
+nothing of the volume mounted, on the host or in the node.
 
 A cluster of its own whose one node is a real, untainted kubelet, as in test_real_node_product.
 Skipped, saying why, where a real node cannot run, an image cannot be built or Curvine's binaries
@@ -18,15 +19,12 @@ import json
 import os
 import signal
 import time
-import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
-import tomli_w
 
 import localcluster
 from kubectl_fluid.api import names
@@ -45,10 +43,6 @@ NODE = f"{realnodes.NAME_PREFIX}0"
 DIRECTORY = "/real-node"  # the volume's directory in Curvine
 CLAIM = "curvine-real"
 WRITTEN = "written-through-curvine"
-SETTINGS = "curvine-node-settings"
-SETTINGS_DIR = "/etc/curvine-node"
-# The stand-in's flags in manifests/csi/node-daemonset.yaml, dropped for Curvine's own client.
-STANDIN_FLAGS = ("--fuse-binary=", "--fuse-env=CURVINE_STANDIN_DATA=", "--fuse-host-path=")
 
 
 @dataclass
@@ -80,38 +74,13 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
     from images import curvine as curvine_image
 
     version = curvinebins.version()
-    build = partial(curvine_image.build, curvinebins.ensure(), version)
-    with users_cluster(tmp_path_factory.mktemp("curvine-cluster"), build) as cluster:
+    # The default install's images, Curvine's among them, are the users cluster's own.
+    with users_cluster(tmp_path_factory.mktemp("curvine-cluster")) as cluster:
         layout = product.ensure_curvine(cluster)
         assert layout is not None
         node = realnodes.RealNode.load(cluster.state_dir / realnodes.NODES_DIR / NODE)
         assert node is not None
         yield Bed(cluster, layout, curvine_image.name(version), node)
-
-
-def node_daemonset_for_curvine(ds: dict[str, Any], image: str) -> dict[str, Any]:
-    """The DaemonSet as the manifest's comment says to change it for Curvine's own client."""
-    spec = ds["spec"]["template"]["spec"]
-    [container] = [c for c in spec["containers"] if c["name"] == "csi-driver"]
-    args = [a for a in container["args"] if not a.startswith(STANDIN_FLAGS)]
-    args = [f"--fuse-image={image}" if a.startswith("--fuse-image=") else a for a in args]
-    container["args"] = [*args, f"--fuse-config={SETTINGS_DIR}/{curvinecluster.NODE_SETTINGS}"]
-    container["volumeMounts"].append({"name": "curvine-settings", "mountPath": SETTINGS_DIR})
-    spec["volumes"].append({"name": "curvine-settings", "configMap": {"name": SETTINGS}})
-    for drop in ("status", "metadata"):
-        ds.pop(drop, None)
-    ds["metadata"] = {"name": "fluid-csi-node", "namespace": SYSTEM}
-    return ds
-
-
-def pod_settings(node_settings: str) -> str:
-    """The nodes' FUSE settings for a FUSE in a pod: Curvine's client reads and writes a block of a
-    worker on its own host address straight in the worker's data directory (``short_circuit``, on by
-    default), which a FUSE pod does not see: seen here as ``buffer writer error: No such file or
-    directory`` and an empty file. Off, the blocks go through the worker's RPC port."""
-    settings = tomllib.loads(node_settings)
-    settings.setdefault("client", {})["short_circuit"] = False
-    return tomli_w.dumps(settings)
 
 
 def static_volume(bed: Bed) -> list[dict[str, Any]]:
@@ -174,15 +143,9 @@ def sh_quiet(bed: Bed, pod: str, script: str) -> str:
 
 
 def test_two_real_pods_share_the_real_curvine_through_one_fuse_pod(bed: Bed, tmp_path: Path) -> None:
-    kubectl(bed.kc, "apply", "-k", str(MANIFESTS))
-    settings = pod_settings(bed.layout.node_settings.read_text())
-    kubectl(
-        bed.kc, "-n", SYSTEM, "create", "configmap", SETTINGS,
-        f"--from-literal={curvinecluster.NODE_SETTINGS}={settings}",
-    )  # fmt: skip
-    ds = get(bed.kc, "-n", SYSTEM, "daemonset", "fluid-csi-node")
-    apply(bed, node_daemonset_for_curvine(ds, bed.image))
-    kubectl(bed.kc, "-n", SYSTEM, "rollout", "status", "daemonset/fluid-csi-node", "--timeout=300s")
+    kubectl(bed.kc, "apply", "-k", str(MANIFESTS))  # the default install, unchanged
+    for workload in ("daemonset/fluid-csi-node", "deployment/fluid-csi-controller"):
+        kubectl(bed.kc, "-n", SYSTEM, "rollout", "status", workload, "--timeout=300s")
 
     # The volume's directory, made in Curvine through a curvine-fuse of the host's own.
     with curvinecluster.mounted(bed.layout, "/", tmp_path / "root"):
@@ -201,7 +164,7 @@ def test_two_real_pods_share_the_real_curvine_through_one_fuse_pod(bed: Bed, tmp
     # One FUSE pod, from the Curvine image, running the real curvine-fuse on the real masters.
     [fuse] = fuse_pods(bed)
     [container] = fuse["spec"]["containers"]
-    assert container["image"] == bed.image
+    assert f"docker.io/{container['image']}" == bed.image
     assert container["command"][0] == "/opt/curvine/curvine-fuse"
     assert container["command"][container["command"].index("--master-addrs") + 1] == bed.layout.master_addrs()
     kubectl(bed.kc, "-n", SYSTEM, "logs", fuse["metadata"]["name"])

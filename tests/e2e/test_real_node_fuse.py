@@ -1,8 +1,10 @@
-"""The FUSE path on a real node, from the product's image and manifests: ``kubectl apply -k manifests/``
-on a cluster of its own whose one node is a real, untainted kubelet. The fluid-csi-node DaemonSet pod
-registers the driver with kubelet itself; a FUSE Dataset's PVC and a second volume of the same mount
-key are mounted by two real pods; the FUSE program runs in its standalone pod (the image's
-curvine-fuse-standin, as the DaemonSet says); its pod deleted, then the program killed -9, it is
+"""The CSI node's own mechanics on a real node, from the product's image and manifests: ``kubectl apply
+-k manifests/`` on a cluster of its own whose one node is a real, untainted kubelet, then the FUSE
+program changed to the development stand-in (tests/e2e/standin_install.py: these tests need no cache
+behind the FUSE; test_real_node_curvine.py runs the default install's real curvine-fuse). The
+fluid-csi-node DaemonSet pod registers the driver with kubelet itself; a FUSE Dataset's PVC and a second
+volume of the same mount key are mounted by two real pods; the FUSE program runs in its standalone pod
+(admitted by the FUSE pod policy); its pod deleted, then the program killed -9, it is
 replaced while the pods keep running; ``kubectl fluid mounts`` shows the node's reference counts and
 each pod's target; deleting one pod leaves the other's volume whole; deleting both stops the FUSE and
 leaves nothing of the mount key mounted, on the host or in the node's own mount namespace. Then what
@@ -29,6 +31,7 @@ import localcluster
 from kubectl_fluid.api import names
 from localcluster import realnodes
 from tests.e2e.fluid import MANIFESTS, kubectl
+from tests.e2e.standin_install import use_standin
 from tests.e2e.test_cli_inject import kubectl_fluid, ok
 from tests.e2e.test_real_node_product import get, ready, users_cluster  # noqa: F401 (a fixture)
 from tests.e2e.wait import eventually
@@ -61,6 +64,7 @@ def bed(users_cluster: localcluster.Cluster) -> Iterator[Bed]:  # noqa: F811 (th
     assert node is not None
     t0 = time.monotonic()
     kubectl(users_cluster.kubeconfig, "apply", "-k", str(MANIFESTS))
+    use_standin(users_cluster.kubeconfig)
     b = Bed(users_cluster, node, {"apply": t0})
     yield b
     print("figures (s):", {k: round(v, 1) for k, v in b.figures.items() if k != "apply"})

@@ -255,13 +255,16 @@ def test_values_land_where_they_say(tmp_path: Path) -> None:
             "tolerations": [{"key": "k", "operator": "Exists"}],
         },
         "csi": {
-            "backendRoot": "/srv/curvine",
+            "fuse": {
+                "image": "mirror.example/curvine:1",
+                "binary": "/usr/local/bin/curvine-fuse",
+                "settings": "[fuse]\nenable_splice = true\n",
+            },
             "node": {
                 "mountMode": "embedded",
                 "nodeSelector": {"fluid.io/fuse": "true"},
                 "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
                 "resources": {"limits": {"memory": "1Gi"}, "requests": None},
-                "fuse": {"binary": "/opt/curvine/curvine-fuse", "image": "curvine:1"},
             },
             "controller": {"provisioner": {"image": "mirror.example/csi-provisioner:v5.3.0"}},
         },
@@ -288,14 +291,27 @@ def test_values_land_where_they_say(tmp_path: Path) -> None:
     assert node_pod["tolerations"] == [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]
     node = container(docs, "DaemonSet", "fluid-csi-node")
     assert node["resources"] == {"limits": {"memory": "1Gi"}}
-    for arg in ("--mount-mode=embedded", "--fuse-binary=/opt/curvine/curvine-fuse", "--fuse-image=curvine:1",
-                "--fuse-host-path=/srv/curvine"):  # fmt: skip
+    for arg in ("--mount-mode=embedded", "--fuse-binary=/usr/local/bin/curvine-fuse",
+                "--fuse-image=mirror.example/curvine:1"):  # fmt: skip
         assert arg in node["args"]
     assert (
         container(docs, "Deployment", "fluid-csi-controller", 1)["image"]
         == "mirror.example/csi-provisioner:v5.3.0"
     )
-    assert "--backend-root=/srv/curvine" in container(docs, "Deployment", "fluid-csi-controller")["args"]
+    controller_args = container(docs, "Deployment", "fluid-csi-controller")["args"]
+    assert "--fuse-binary=/usr/local/bin/curvine-fuse" in controller_args
+    # Both CSI pods copy the program from Curvine's image to where --fuse-binary names it.
+    for kind, name in (("DaemonSet", "fluid-csi-node"), ("Deployment", "fluid-csi-controller")):
+        pod = pod_spec(docs, kind, name)
+        [copy_in] = pod["initContainers"]
+        assert copy_in["image"] == "mirror.example/curvine:1"
+        assert copy_in["command"] == ["cp", "/usr/local/bin/curvine-fuse", "/curvine-bin/"]
+        [mount] = [m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "curvine-bin"]
+        assert mount["mountPath"] == "/usr/local/bin"
+    settings = find(docs, "ConfigMap", "fluid-csi-fuse-settings")["data"]["curvine-fuse.toml"]
+    assert settings == "[fuse]\nenable_splice = true\n"
+    # Embedded mode runs no FUSE pods: the node service gets no right to create pods, and no policy.
+    assert not [d for d in docs if d["metadata"]["name"] == "fluid-csi-node-fuse-pods"]
 
 
 def test_another_kubelet_root_dir_moves_every_path_of_the_csi_node(tmp_path: Path) -> None:
@@ -330,9 +346,31 @@ def test_an_earlier_releases_registrar_values_install_and_run_no_sidecar(tmp_pat
     assert [c["name"] for c in pod["containers"]] == ["csi-driver"]
 
 
-def test_the_fuse_pods_image_defaults_to_the_node_services() -> None:
-    docs = rendered("--set", "image.tag=0.1.0,csi.node.image.repository=mirror/fluid")
-    assert "--fuse-image=mirror/fluid:0.1.0" in container(docs, "DaemonSet", "fluid-csi-node")["args"]
+def test_the_fuse_is_curvines_and_the_policy_pins_what_the_values_name(tmp_path: Path) -> None:
+    docs = rendered("--set", "csi.fuse.image=mirror/curvine:2,csi.kubeletRootDir=/var/lib/k0s/kubelet")
+    assert "--fuse-image=mirror/curvine:2" in container(docs, "DaemonSet", "fluid-csi-node")["args"]
+    policy = find(docs, "ValidatingAdmissionPolicy", "fluid-csi-node-fuse-pods")["spec"]
+    variables = {v["name"]: v["expression"] for v in policy["variables"]}
+    assert variables["image"] == "'mirror/curvine:2'"
+    assert variables["program"] == "'/opt/curvine/curvine-fuse'"
+    assert variables["mountRoot"] == "'/var/lib/k0s/kubelet/plugins/kubernetes.io/csi/curvine/'"
+
+
+@pytest.mark.parametrize(
+    ("values", "says"),
+    [
+        ({"csi": {"backendRoot": "/var/lib/curvine-standin"}}, "csi.backendRoot is gone"),
+        ({"csi": {"node": {"fuse": {"binary": "curvine-fuse-standin"}}}}, "csi.node.fuse is gone"),
+    ],
+    ids=["backend-root", "node-fuse"],
+)
+def test_an_earlier_releases_stand_in_values_are_refused_naming_what_replaces_them(
+    tmp_path: Path, values: Doc, says: str
+) -> None:
+    run = render("-f", values_file(tmp_path, values), check=False)
+    assert run.returncode != 0
+    assert says in run.stderr, run.stderr
+    assert "csi.fuse" in run.stderr, run.stderr
 
 
 def test_components_can_be_left_out() -> None:

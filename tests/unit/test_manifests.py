@@ -672,6 +672,31 @@ def product_image() -> str:
     return image
 
 
+def curvine_image() -> str:
+    """Curvine's image at the commit the test bed pins (hack/images/curvine.py builds it)."""
+    return f"kubectl-fluid/curvine:{pinned('CURVINE_VERSION')}"
+
+
+def copied_fuse_binary(pod: Doc, container: Doc, binary: str) -> None:
+    """``binary`` is in ``container`` because an init container copied it there from Curvine's image."""
+    [copy_in] = pod["initContainers"]
+    assert copy_in["image"] == curvine_image()
+    assert copy_in["command"][:2] == ["cp", binary]
+    [target] = copy_in["volumeMounts"]
+    assert copy_in["command"][2] == target["mountPath"].rstrip("/") + "/"
+    mount, volume = volume_source(pod, container, binary)
+    assert mount["name"] == target["name"]
+    assert "emptyDir" in volume
+    assert mount["mountPath"] == str(Path(binary).parent)
+
+
+def fuse_settings(pod: Doc, container: Doc, config: str) -> None:
+    """``--fuse-config`` is the key of ConfigMap fluid-csi-fuse-settings (fuse-settings.yaml)."""
+    _, volume = volume_source(pod, container, config)
+    assert volume["configMap"]["name"] == one("csi/fuse-settings.yaml", "ConfigMap")["metadata"]["name"]
+    assert Path(config).name in one("csi/fuse-settings.yaml", "ConfigMap")["data"]
+
+
 def test_csi_driver_object_matches_spec() -> None:
     driver = one(CSI_DRIVER_OBJECT, "CSIDriver")
     assert driver["apiVersion"] == "storage.k8s.io/v1"
@@ -694,9 +719,9 @@ def test_every_workload_image_is_ours_or_a_pinned_sidecar() -> None:
         for container in [*pod.get("initContainers", []), *pod["containers"]]:
             image = container["image"]
             where = f"{rel(path)}: {container['name']}"
-            if image != ours:
+            if image not in (ours, curvine_image()):
                 match = SIDECAR_IMAGE.fullmatch(image)
-                assert match is not None, f"{where}: {image} is neither {ours} nor a pinned sidecar"
+                assert match is not None, f"{where}: {image} is not ours, Curvine's or a pinned sidecar"
                 seen.add(match["name"])
     assert seen == {"csi-provisioner"}
     # The provisioner the e2e suite builds and runs (hack/versions.env) is the one shipped.
@@ -734,12 +759,18 @@ def test_csi_controller_shares_its_socket_with_the_provisioner() -> None:
     get = provisioner["livenessProbe"]["httpGet"]
     assert get["path"] == "/healthz/leader-election"
     assert f":{container_port(provisioner, get['port'])}" == provisioner_flags["http-endpoint"]
-    # The controller's backend is the tree the node's FUSE stand-ins serve: the same host directory.
-    host_path_at_same_path(pod, driver, args.backend_root)
-    node = container_named(pod_spec(CSI_NODE, "DaemonSet"), "csi-driver")
-    standin = {e["name"]: e.get("value") for e in node["env"]}
-    assert standin["CURVINE_STANDIN_DATA"] == args.backend_root
-    for container in pod["containers"]:
+    # The controller's backend is Curvine itself, through FUSE mounts of each cluster's root made by
+    # Curvine's own curvine-fuse: privileged, with /dev/fuse, the mounts under its state dir.
+    assert args.backend == "curvine"
+    assert args.backend_root is None
+    copied_fuse_binary(pod, driver, args.fuse_binary)
+    fuse_settings(pod, driver, args.fuse_config)
+    _, fuse = volume_source(pod, driver, "/dev/fuse")
+    assert fuse["hostPath"] == {"path": "/dev/fuse", "type": "CharDevice"}
+    assert "emptyDir" in volume_source(pod, driver, args.state_dir)[1]
+    assert driver["securityContext"]["privileged"] is True
+    assert driver["securityContext"]["readOnlyRootFilesystem"] is True
+    for container in [provisioner, *pod["initContainers"]]:
         assert container["securityContext"]["allowPrivilegeEscalation"] is False
         assert container["securityContext"]["readOnlyRootFilesystem"] is True
         assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
@@ -793,11 +824,12 @@ def test_csi_node_propagates_only_the_drivers_own_directories() -> None:
     assert not [m for m in driver["volumeMounts"] if other.startswith(m["mountPath"].rstrip("/") + "/")]
 
 
-def test_csi_node_runs_fuse_in_standalone_pods_serving_the_controllers_data() -> None:
+def test_csi_node_runs_curvines_own_fuse_in_standalone_pods() -> None:
     from csi.fuse.fusepods import FusePodManager
     from csi.main import build_fuse_runner
 
-    node = container_named(pod_spec(CSI_NODE, "DaemonSet"), "csi-driver")
+    pod = pod_spec(CSI_NODE, "DaemonSet")
+    node = container_named(pod, "csi-driver")
     args = driver_args(node)
     # Standalone: only a FUSE in a pod of its own survives a restart of this container.
     assert args.mount_mode == "standalone"
@@ -807,14 +839,44 @@ def test_csi_node_runs_fuse_in_standalone_pods_serving_the_controllers_data() ->
     mnt = names.fuse_mount_path(key, args.mount_root)
     body = runner.pod_body(key, [*args.fuse_binary.split(), "--mnt-path", mnt], mnt)
     (fuse,) = body["spec"]["containers"]
-    assert fuse["image"] == product_image()
-    # The stand-in in the FUSE pod serves the host directory the controller creates volumes in.
-    backend_root = driver_args(
-        container_named(pod_spec(CSI_CONTROLLER, "Deployment"), "csi-driver")
-    ).backend_root
-    assert {e["name"]: e["value"] for e in fuse["env"]}["CURVINE_STANDIN_DATA"] == backend_root
-    host_path_at_same_path(body["spec"], fuse, backend_root)
+    # The real curvine-fuse from Curvine's image; nothing of the development stand-in anywhere.
+    assert (fuse["image"], fuse["command"][0]) == (curvine_image(), names.FUSE_BINARY)
+    assert args.fuse_binary == names.FUSE_BINARY
+    assert not fuse["env"]
+    assert not args.fuse_host_path
+    assert not args.fuse_env
     assert host_path_at_same_path(body["spec"], fuse, mnt)["mountPropagation"] == "Bidirectional"
+    # The node service has the same program (validate-config, embedded mode) and the settings.
+    copied_fuse_binary(pod, node, args.fuse_binary)
+    fuse_settings(pod, node, args.fuse_config)
+
+
+def test_no_default_install_names_the_stand_in() -> None:
+    for path, doc in objects():
+        if not rel(path).startswith("samples/"):
+            assert "standin" not in yaml.safe_dump(doc).replace("-", ""), f"{rel(path)} names the stand-in"
+    chart = MANIFESTS.parent / "charts" / "kubectl-fluid"
+    for file in [chart / "values.yaml", *(chart / "templates").iterdir()]:
+        text = "\n".join(line for line in file.read_text().splitlines() if "is gone" not in line)
+        assert "standin" not in text.replace("-", ""), f"{file.name} names the stand-in"
+
+
+def test_the_fuse_pod_policy_pins_what_the_node_daemonset_runs() -> None:
+    """fuse-pod-policy.yaml's image, program and mount root are the DaemonSet's, and it governs only
+    the node service's own ServiceAccount."""
+    args = driver_args(container_named(pod_spec(CSI_NODE, "DaemonSet"), "csi-driver"))
+    policy = one("csi/fuse-pod-policy.yaml", "ValidatingAdmissionPolicy")
+    variables = {v["name"]: v["expression"] for v in policy["spec"]["variables"]}
+    assert variables["image"] == f"'{args.fuse_image}'"
+    assert variables["program"] == f"'{args.fuse_binary}'"
+    assert variables["mountRoot"] == f"'{names.fuse_mounts_root(args.mount_root)}/'"
+    assert variables["hostPaths"] == repr(["/dev/fuse", *args.fuse_host_path])
+    [account] = [d for d in find(CSI_RBAC, "ServiceAccount") if d["metadata"]["name"] == "fluid-csi-node"]
+    user = f"system:serviceaccount:{account['metadata']['namespace']}:{account['metadata']['name']}"
+    [condition] = policy["spec"]["matchConditions"]
+    assert condition["expression"] == f"request.userInfo.username == '{user}'"
+    binding = one("csi/fuse-pod-policy.yaml", "ValidatingAdmissionPolicyBinding")
+    assert binding["spec"] == {"policyName": policy["metadata"]["name"], "validationActions": ["Deny"]}
 
 
 def test_csi_node_registers_the_driver_with_kubelet_itself() -> None:
@@ -972,6 +1034,7 @@ def test_image_runs_as_the_uid_the_non_root_workloads_name() -> None:
     uid = int(user.partition(":")[0])
     for path in ("controller/deployment.yaml", WEBHOOK_DEPLOYMENT):
         assert pod_spec(path, "Deployment")["securityContext"]["runAsUser"] == uid, path
-    # Every product workload runs the one image the Dockerfile builds.
+    # Every product workload runs the one image the Dockerfile builds (beside it, the CSI pods copy
+    # curvine-fuse from Curvine's image in their init containers).
     images = {c["image"] for _, c in workload_containers() if not SIDECAR_IMAGE.fullmatch(c["image"])}
-    assert images == {product_image()}
+    assert images == {product_image(), curvine_image()}

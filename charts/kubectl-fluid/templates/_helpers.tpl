@@ -39,12 +39,6 @@ image: {{ printf "%s:%s" $image.repository (toString $image.tag) | quote }}
 imagePullPolicy: {{ $image.pullPolicy }}
 {{- end -}}
 
-{{/* The image reference alone (for the FUSE pods' --fuse-image). */}}
-{{- define "fluid.imageRef" -}}
-{{- $image := merge (deepCopy (.image | default dict)) .ctx.Values.image -}}
-{{- printf "%s:%s" $image.repository (toString $image.tag) -}}
-{{- end -}}
-
 {{/* nodeSelector, tolerations and imagePullSecrets of a pod, each left out when empty. */}}
 {{- define "fluid.placement" -}}
 {{- with .nodeSelector }}
