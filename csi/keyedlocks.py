@@ -15,6 +15,10 @@ class KeyedLocks:
     def __init__(self) -> None:
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
 
+    def busy(self, key: str) -> bool:
+        """Whether anyone holds or waits for ``key``'s lock."""
+        return key in self._locks
+
     @contextlib.asynccontextmanager
     async def hold(self, key: str) -> AsyncIterator[None]:
         lock, users = self._locks.get(key, (asyncio.Lock(), 0))

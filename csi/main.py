@@ -46,6 +46,7 @@ from csi.fuse.fusebinary import fuse_binary_problem
 from csi.fuse.fuseconfig import NodeSettingsError, load_node_settings
 from csi.fuse.fusepods import FusePodManager
 from csi.fuse.fuserunner import FuseRunner
+from csi.keyedthreads import DEFAULT_DEADLINE
 from csi.node.publisher import MirrorPublisher
 from csi.rpc.controller_service import ControllerServicer, PvLookup
 from csi.rpc.identity import IdentityServicer
@@ -102,6 +103,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument(
         "--grace", type=float, default=DEFAULT_GRACE_SECONDS, help="seconds running calls get at stop"
+    )
+    p.add_argument(
+        "--fuse-deadline",
+        type=float,
+        default=DEFAULT_DEADLINE,
+        metavar="SECONDS",
+        help="node mode: how long a call waits on a FUSE mount that does not answer (its cache's master "
+        "hangs, say) before it answers an error naming the mount; the work goes on and ends when the FUSE "
+        "answers, and the FuseMount says Broken meanwhile (default: %(default)s)",
     )
     p.add_argument(
         "--mount-mode",
@@ -218,6 +228,7 @@ def build_fuse_runner(args: argparse.Namespace) -> FuseRunner | None:
         args.fuse_image,
         env=tuple(args.fuse_env),
         host_paths=tuple(args.fuse_host_path),
+        deadline=args.fuse_deadline,
     )
 
 
@@ -263,6 +274,7 @@ def build_server(
             mirror=mirror.publish if mirror else None,
             fuse=build_fuse_runner(args),
             fuse_settings=settings,
+            deadline=args.fuse_deadline,
         )
         if args.mode != "controller"
         else None

@@ -8,6 +8,10 @@
   file): only a process that is that FUSE (its recorded start time, ``--mnt-path`` of the key in its
   command line, csi/fuse/processes.py), never whatever now has the recorded pid. It is watched by
   polling, since it is not our child, and signalled only while it is still that process.
+- Whether a mount serves is asked with a stat through it, which waits on its FUSE server: in a
+  thread of the key's own (csi/keyedthreads.py), so a FUSE that does not answer holds up only its
+  own watcher, neither the event loop nor the threads the other keys' watchers use. One that has
+  not answered within the deadline is alive (a dead server's requests fail at once) and is logged.
 - ``stop`` asks with SIGTERM (the FUSE process unmounts itself; curvine-fuse takes about 1.2 s and
   exits 0), then insists, and finally detaches a mount that is still there, so neither a process
   nor a mount leaks; the exit code is logged.
@@ -33,6 +37,7 @@ from typing import IO
 from csi.fuse import mounts, processes
 from csi.fuse.fusebinary import FLAG, fuse_binary_problem
 from csi.fuse.fuserunner import FuseHandle
+from csi.keyedthreads import DEFAULT_DEADLINE, Hung, KeyedThreads
 from csi.model.errors import FuseUnavailable
 
 # The name it logged under before csi/ had sub-packages: log filters and tests match it.
@@ -52,6 +57,34 @@ def is_fuse_mount(path: str) -> bool:
 
 def pid_alive(pid: int) -> bool:
     return processes.running(pid)
+
+
+async def serving(threads: KeyedThreads, key: str, mnt_path: str) -> bool:
+    """Whether a FUSE mount is at ``mnt_path`` and does not answer ENOTCONN (its server died). One
+    that does not answer within the deadline counts as serving: its server lives (a dead one's
+    requests fail at once) and waits on something else, a cache master say; the stat goes on in the
+    key's thread."""
+    if not is_fuse_mount(mnt_path):
+        return False
+    try:
+        return not await threads.within(key, f"a stat of {mnt_path}", mounts.is_broken, mnt_path)
+    except Hung as hung:
+        log.warning("FUSE mount %s: %s; taken as alive", mnt_path, hung, extra={"mount_key": key})
+        return True
+
+
+async def broken(threads: KeyedThreads, key: str, mnt_path: str) -> bool:
+    """Whether the FUSE mount at ``mnt_path`` answers ENOTCONN, awaited however long it takes: a FUSE
+    that does not answer ends by answering or by dying (the kernel then answers ENOTCONN at once).
+    Logged once the deadline has passed. A cancelled caller does not wait (the stat goes on alone)."""
+    future = threads.submit(key, f"a stat of {mnt_path}", mounts.is_broken, mnt_path)
+    done, _ = await asyncio.wait([future], timeout=threads.deadline)
+    if not done:
+        log.warning(
+            "FUSE mount %s has not answered for %.0f s; still waiting", mnt_path, threads.deadline,
+            extra={"mount_key": key},
+        )  # fmt: skip
+    return await future
 
 
 @dataclass
@@ -74,11 +107,13 @@ class FuseManager:
         on_restart: Callable[[str], None] | None = None,
         poll: float = 0.5,
         log_dir: str | None = None,
+        deadline: float = DEFAULT_DEADLINE,
     ) -> None:
         self.processes: dict[str, FuseProcess] = {}
         self.on_restart = on_restart
         self.poll = poll  # how soon a dead FUSE is noticed
         self.log_dir = log_dir
+        self.threads = KeyedThreads(deadline, "fluid-csi-fuse")
         self.starts = 0  # FUSE launches, restarts included; tests and metrics read it
 
     # ------------------------------------------------------------------ FuseRunner
@@ -96,10 +131,10 @@ class FuseManager:
         assert handle is not None  # started just now
         return handle
 
-    def takeover(self, key: str, argv: list[str], mnt_path: str, handle: FuseHandle) -> bool:
+    async def takeover(self, key: str, argv: list[str], mnt_path: str, handle: FuseHandle) -> bool:
         if not handle.pid:
             return False
-        return self.adopt(key, argv, mnt_path, handle.pid, start_time=handle.start_time)
+        return await self.adopt(key, argv, mnt_path, handle.pid, start_time=handle.start_time)
 
     # ------------------------------------------------------------------ processes
 
@@ -113,7 +148,7 @@ class FuseManager:
         proc.watcher = asyncio.create_task(self._watch(proc))
         return proc.pid
 
-    def adopt(
+    async def adopt(
         self, key: str, argv: list[str], mnt_path: str, pid: int, *, start_time: int | None = None
     ) -> bool:
         """Take over a live FUSE process from an earlier node service; False if it is gone, is not
@@ -124,11 +159,10 @@ class FuseManager:
             if processes.running(pid):
                 log.warning("recorded FUSE pid %d is another process now", pid, extra={"mount_key": key})
             return False
-        if not is_fuse_mount(mnt_path) or mounts.is_broken(mnt_path):
-            return False
-        started = processes.process_start_time(pid)
+        started = processes.process_start_time(pid) if await serving(self.threads, key, mnt_path) else None
         if started is None or (start_time is not None and started != start_time):
-            return False  # it ended meanwhile
+            self.threads.forget(key)
+            return False  # not serving, or it ended meanwhile
         proc = FuseProcess(key, argv, mnt_path, pid=pid, start_time=started)
         self.processes[key] = proc
         proc.watcher = asyncio.create_task(self._watch(proc))
@@ -152,6 +186,7 @@ class FuseManager:
             # SIGKILLed, or unmounting failed: detach it so nothing of it stays in the tree.
             with contextlib.suppress(mounts.MountError):
                 mounts.unmount(proc.mnt_path, lazy=True)
+        self.threads.forget(key)
         log.info("stopped FUSE (exit %s)", "unknown" if code is None else code, extra={"mount_key": key})
 
     def _forget_logs(self, key: str) -> None:
@@ -232,9 +267,7 @@ class FuseManager:
 
     async def _watch(self, proc: FuseProcess) -> None:
         while True:
-            # The mount's stat waits on its FUSE server: in a thread, so a slow or busy one holds up
-            # only its own watcher, not the event loop every other key's calls are served on.
-            while _alive(proc) and not await asyncio.to_thread(mounts.is_broken, proc.mnt_path):
+            while _alive(proc) and not await broken(self.threads, proc.key, proc.mnt_path):
                 await asyncio.sleep(self.poll)
             if proc.stopping:
                 return

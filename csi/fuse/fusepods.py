@@ -8,6 +8,9 @@
   and ``on_restart(key)`` runs, as in embedded mode. ``restartPolicy: Never`` keeps kubelet from
   restarting it on its own, behind the node service's back.
 - ``stop`` deletes the pod, waits for its mount to go, and detaches whatever is left.
+- Whether a mount serves is asked through it in a thread of the key's own, as in embedded mode
+  (csi/fuse/fusemanager.py: ``serving``, ``broken``): a FUSE that does not answer holds up only its
+  own watcher; everything else reads the mount table, never the mount.
 """
 
 from __future__ import annotations
@@ -23,9 +26,10 @@ from typing import Any
 import kr8s.asyncio
 
 from csi.fuse import mounts
-from csi.fuse.fusemanager import FuseError, _notify, is_fuse_mount
+from csi.fuse.fusemanager import FuseError, _notify, broken, is_fuse_mount, serving
 from csi.fuse.fusepod import fuse_pod
 from csi.fuse.fuserunner import FuseHandle
+from csi.keyedthreads import DEFAULT_DEADLINE, KeyedThreads
 from kubectl_fluid.api import names
 from kubectl_fluid.kube import http
 from kubectl_fluid.kube.resources import PODS
@@ -60,6 +64,7 @@ class FusePodManager:
         poll: float = 0.5,
         start_timeout: float = 180.0,  # an image pull on a fresh node
         stop_timeout: float = 60.0,
+        deadline: float = DEFAULT_DEADLINE,
     ) -> None:
         self.node, self.connect, self.image = node, connect, image
         self.env, self.host_paths = tuple(env), tuple(host_paths)
@@ -67,6 +72,7 @@ class FusePodManager:
         self.poll, self.start_timeout, self.stop_timeout = poll, start_timeout, stop_timeout
         self.pods: dict[str, FusePod] = {}
         self.starts = 0
+        self.threads = KeyedThreads(deadline, "fluid-csi-fuse")
         self._client: kr8s.asyncio.Api | None = None
 
     async def _api(self) -> kr8s.asyncio.Api:
@@ -99,8 +105,9 @@ class FusePodManager:
         pod.watcher = asyncio.create_task(self._watch(pod))
         return FuseHandle(pod_name=pod.name)
 
-    def takeover(self, key: str, argv: list[str], mnt_path: str, handle: FuseHandle) -> bool:
-        if not handle.pod_name or not is_fuse_mount(mnt_path) or mounts.is_broken(mnt_path):
+    async def takeover(self, key: str, argv: list[str], mnt_path: str, handle: FuseHandle) -> bool:
+        if not handle.pod_name or not await serving(self.threads, key, mnt_path):
+            self.threads.forget(key)
             return False
         pod = FusePod(key, handle.pod_name, argv, mnt_path)
         self.pods[key] = pod
@@ -114,6 +121,7 @@ class FusePodManager:
             # Not adopted (its mount was already gone), yet its pod may still exist: delete it by name.
             with contextlib.suppress(Exception):
                 await self._delete(names.fuse_pod_name(self.node, key))
+            self.threads.forget(key)
             return
         pod.stopping = True
         if pod.watcher is not None:
@@ -127,7 +135,8 @@ class FusePodManager:
             await asyncio.sleep(0.05)
         if mounts.mounted_at(pod.mnt_path):
             with contextlib.suppress(mounts.MountError):
-                mounts.unmount(pod.mnt_path, lazy=True)
+                mounts.unmount(pod.mnt_path, lazy=True)  # asks nothing of the FUSE server
+        self.threads.forget(key)
         log.info("stopped FUSE pod", extra={"mount_key": key, "pod": pod.name})
 
     async def close(self) -> None:
@@ -143,9 +152,9 @@ class FusePodManager:
         return fuse_pod(self.node, key, argv, mnt_path, self.image, env=self.env, host_paths=self.host_paths)
 
     async def _launch(self, pod: FusePod) -> None:
-        if (mounts.mounted_at(pod.mnt_path) and not is_fuse_mount(pod.mnt_path)) or mounts.is_broken(
-            pod.mnt_path
-        ):
+        # Whatever is there but a serving FUSE (a dead one's remains, a stray bind) would hide the
+        # new pod's mount.
+        if mounts.mounted_at(pod.mnt_path) and not await serving(self.threads, pod.key, pod.mnt_path):
             with contextlib.suppress(mounts.MountError):
                 mounts.unmount(pod.mnt_path, lazy=True)
         await self._create(self.pod_body(pod.key, pod.argv, pod.mnt_path))
@@ -208,7 +217,7 @@ class FusePodManager:
 
     async def _watch(self, pod: FusePod) -> None:
         while True:
-            while is_fuse_mount(pod.mnt_path) and not mounts.is_broken(pod.mnt_path):
+            while is_fuse_mount(pod.mnt_path) and not await broken(self.threads, pod.key, pod.mnt_path):
                 await asyncio.sleep(self.poll)
             if pod.stopping:
                 return

@@ -31,8 +31,9 @@ class FuseRunner(Protocol):
         """Start FUSE for ``key`` and return once the kernel shows its mount at ``mnt_path``."""
         ...
 
-    def takeover(self, key: str, argv: list[str], mnt_path: str, handle: FuseHandle) -> bool:
-        """Watch a FUSE an earlier node service started; False if it is gone or not serving."""
+    async def takeover(self, key: str, argv: list[str], mnt_path: str, handle: FuseHandle) -> bool:
+        """Watch a FUSE an earlier node service started; False if it is gone or not serving (one
+        that does not answer within the deadline is serving: its server lives)."""
         ...
 
     async def stop(self, key: str) -> None: ...

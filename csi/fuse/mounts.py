@@ -64,11 +64,18 @@ def mount_table() -> list[MountInfo]:
 
 
 def mounted_at(path: str | os.PathLike[str], table: list[MountInfo] | None = None) -> list[MountInfo]:
-    """Every mount whose mount point is ``path`` (bind mounts can stack), innermost last."""
-    target = os.path.realpath(path) if os.path.exists(path) else os.path.abspath(path)
-    return [
-        m for m in (table if table is not None else mount_table()) if m.mount_point in (str(path), target)
-    ]
+    """Every mount whose mount point is ``path`` (bind mounts can stack), innermost last. ``path``
+    itself is never looked up: a lookup of a FUSE mount (or a bind of one) waits on its server, which
+    may not answer. The directories above it are resolved, as the kernel lists mount points; a last
+    component that is a symbolic link is not followed."""
+    text = os.fspath(path)
+    parent, name = os.path.split(os.path.abspath(text))
+    target = os.path.join(os.path.realpath(parent), name)
+    return [m for m in (table if table is not None else mount_table()) if m.mount_point in (text, target)]
+
+
+# The two below look ``path`` up, which waits on a FUSE server that does not answer: call them in a
+# thread of the mount key's own (csi/keyedthreads.py), never on the event loop.
 
 
 def is_broken(path: str | os.PathLike[str]) -> bool:

@@ -17,9 +17,18 @@ waits for the write there.
 State transitions are pure (``csi.node.state``) and applied to ``self.state`` between awaits, so calls on
 different keys never overwrite each other; calls on one key are serialised by a per-key lock, which
 is what makes 50 concurrent stages of one key start exactly one FUSE. What a call does to the host
-(lookups through a FUSE mount, which wait on its server; mount(2)) runs in a thread under that lock
-(``_on_host``): the event loop goes on serving the other keys' calls meanwhile, and a FUSE restart's
-re-binding takes the key's lock too, so it never runs beside a call's binds.
+(lookups through a FUSE mount, which wait on its server; mount(2)) runs under that lock in the key's
+own thread (csi/keyedcalls.py), never on the event loop: the loop goes on serving the other keys'
+calls and the health probes meanwhile, and a FUSE restart's re-binding, the recovery and the health
+check take the key's lock too, so none runs beside a call's binds.
+
+A FUSE that stops answering (its cache's master hangs, and curvine-fuse waits rpc-timeout-ms on each
+request) holds up only its own key: once that key's host work has run for ``deadline`` seconds the
+call answers DEADLINE_EXCEEDED, naming the key, the mount and what to do, and the FuseMount says
+Broken and why; the work goes on and finishes when the FUSE answers. Until then the key's other
+calls answer ABORTED at once, and the recovery and the health check mark it Broken and go on with
+the other keys. Nothing that can reach a FUSE runs on the event loop: the mount table is read from
+/proc/self/mountinfo (never by looking the path up), and umount(2) asks no FUSE server.
 
 Before a FUSE of a key starts, its configuration file is written beside the key's mount point
 (csi/fuse/fuseconfig.py: the node's FUSE settings with the volume's masters) and, when the program is
@@ -34,7 +43,7 @@ import contextlib
 import errno
 import logging
 import os
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -47,11 +56,12 @@ from csi.fuse.fusebinary import fuse_binary_problem
 from csi.fuse.fuseconfig import fuse_config, write_fuse_config
 from csi.fuse.fusemanager import FuseManager
 from csi.fuse.fuserunner import FuseHandle, FuseRunner
-from csi.keyedlocks import KeyedLocks
+from csi.keyedcalls import KeyedCalls, KeyHung
+from csi.keyedthreads import DEFAULT_DEADLINE, Stuck
 from csi.model.errors import FuseUnavailable, StateConflict
 from csi.model.fusecmd import fuse_argv
 from csi.model.mountkey import fuse_mount_dir, mount_key, volume_dir, volume_source, volumes_dir
-from csi.model.volumes import parse_volume_context
+from csi.model.volumes import ContextVolume, parse_volume_context
 from csi.node import state as st
 from csi.node import statefile
 from csi.proto import csi_pb2, csi_pb2_grpc
@@ -83,6 +93,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         mirror: Callable[[st.NodeState], None] | None = None,
         fuse: FuseRunner | None = None,
         fuse_settings: Mapping[str, Any] | None = None,
+        deadline: float = DEFAULT_DEADLINE,
     ) -> None:
         self.node_id = node_id
         self.state_path = Path(state_dir) / names.CSI_STATE_FILE
@@ -94,9 +105,11 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         self.state = statefile.load(self.state_path)
         # Embedded unless told otherwise: a supervised child per mount key, its output kept per key.
         log_dir = str(Path(state_dir) / FUSE_LOG_DIR)
-        self.fuse: FuseRunner = fuse if fuse is not None else FuseManager(log_dir=log_dir)
+        self.fuse: FuseRunner = fuse if fuse is not None else FuseManager(log_dir=log_dir, deadline=deadline)
         self.fuse.on_restart = self._on_fuse_restart
-        self.locks = KeyedLocks()
+        # Per mount key: its lock, its host thread, its deadline. Work that outlives its call
+        # (a FUSE that answered late) is saved once it ends.
+        self.calls = KeyedCalls(deadline, late=self._durable_soon)
         # A volume's source (csi/model/mountkey.py: volume_source) -> (device, inode) of the volume
         # directory it was last seen showing: a publish that finds it still so needs no walk through
         # the FUSE mount (each walk is a round trip per path component to the FUSE server).
@@ -104,8 +117,8 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         # Group commit: versions of self.state applied and on disk.
         self._version = self._written = 0
         self._writing = asyncio.Lock()
-        # The writes' own thread: the shared pool also runs the calls' host work, which can wait on
-        # a slow FUSE server, and a write queued behind it would hold up every waiting call.
+        # The writes' own thread: a write must never wait behind host work, which can wait on a
+        # slow FUSE server.
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fluid-csi-state")
         self._background: set[asyncio.Task[None]] = set()
         # Told every saved state (the FuseMount publisher); must return at once.
@@ -149,13 +162,13 @@ class NodeService(csi_pb2_grpc.NodeServicer):
 
     async def _ensure_fuse(self, key: str) -> None:
         entry = self.state.mounts[key]
-        if self.fuse.running(key) or self._takeover(entry):
+        if self.fuse.running(key) or await self._takeover(entry):
             return
         await self._launch(entry)
 
-    def _takeover(self, entry: st.MountEntry) -> bool:
+    async def _takeover(self, entry: st.MountEntry) -> bool:
         known = FuseHandle(pid=entry.pid, pod_name=entry.pod_name, start_time=entry.pid_start_time)
-        return self.fuse.takeover(entry.key, self._argv(entry), entry.mnt_path, known)
+        return await self.fuse.takeover(entry.key, self._argv(entry), entry.mnt_path, known)
 
     async def _launch(self, entry: st.MountEntry) -> None:
         argv = self._argv(entry)
@@ -184,14 +197,75 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         self._soon(self._rebind_key(key))
 
     async def _rebind_key(self, key: str) -> None:
-        async with self.locks.hold(key):
+        async def rebind() -> None:
             entry = self.state.mounts.get(key)
             if entry is None:
                 return  # unstaged meanwhile
             try:
-                self._rebind(entry)
+                whole = await self.calls.host(key, "re-binding its volumes", self._rebind, entry)
             except Exception:
                 log.exception("re-binding after a FUSE restart failed", extra={"mount_key": key})
+                whole = False
+            self._save(st.set_phase(self.state, key, "Ready" if whole else "Broken", now=st.timestamp()))
+
+        await self._on_key(key, rebind)
+        await self._durable()
+
+    async def _on_key(self, key: str, work: Callable[[], Awaitable[None]]) -> None:
+        """Background work on a key (recovery, health, re-binding after a restart): a key that does
+        not answer is marked Broken, saying why, and its work finishes when the FUSE answers."""
+        try:
+            await self.calls.run(key, work)
+        except KeyHung as hung:
+            self._broken_by(hung.stuck)
+
+    async def _call(self, key: str, work: Callable[[], Awaitable[_T]]) -> _T:
+        """A CSI call's work on ``key`` (csi/keyedcalls.py): a FUSE that does not answer ends the
+        call with DEADLINE_EXCEEDED (its work goes on) or, when another call's work is the one
+        stuck, ABORTED without trying; either says which mount, what hung and what to do."""
+        try:
+            return await self.calls.run(key, work)
+        except KeyHung as hung:
+            if hung.ours:
+                self._broken_by(hung.stuck)
+            code = grpc.StatusCode.DEADLINE_EXCEEDED if hung.ours else grpc.StatusCode.ABORTED
+            raise RpcFailure(code, self._hung_answer(hung)) from None
+
+    def _broken_by(self, stuck: Stuck) -> None:
+        self._save(
+            st.set_phase(self.state, stuck.key, "Broken", now=st.timestamp(), reason=self._hung_reason(stuck))
+        )
+        self._durable_soon()
+
+    def _hung_reason(self, stuck: Stuck) -> str:
+        """Why a FuseMount is Broken while its FUSE does not answer: the same words for as long as
+        the same work is stuck (a reason that changed every round would rewrite the object)."""
+        entry = self.state.mounts.get(stuck.key)
+        if entry is None:
+            return f"{stuck.what} has not ended for more than {self.calls.deadline:.0f} s"
+        if entry.pod_name:
+            restart = f"delete its pod {names.FLUID_NAMESPACE}/{entry.pod_name}"
+        elif entry.pid:
+            restart = f"kill its process {entry.pid}"
+        else:
+            restart = "stop its process"
+        return (
+            f"its FUSE at {entry.mnt_path} has not answered for more than {self.calls.deadline:.0f} s"
+            f" ({stuck.what}): the cache's masters {entry.params.master_addrs} may be down or overloaded"
+            " (curvine-fuse waits rpc-timeout-ms, 120 s by default, on each request). If it never"
+            f" answers, restart it: {restart}; the node service starts another and binds its volumes again"
+        )
+
+    def _hung_answer(self, hung: KeyHung) -> str:
+        stuck = hung.stuck
+        reason = self._hung_reason(stuck).replace(
+            f"for more than {self.calls.deadline:.0f} s", f"for {stuck.seconds():.0f} s", 1
+        )
+        if hung.ours:
+            then = "this call's work goes on and ends when it answers; kubelet asks again"
+        else:
+            then = "this call was not tried, as it would only wait behind that; kubelet asks again"
+        return f"mount key {stuck.key}: {reason}. {then}"
 
     def _rebind(self, entry: st.MountEntry) -> bool:
         """Bind every volume's source and target of ``entry`` again where it does not show the volume's
@@ -273,28 +347,36 @@ class NodeService(csi_pb2_grpc.NodeServicer):
 
     async def recover(self) -> None:
         """After a restart: adopt or restart every FUSE with staged volumes, re-bind what broke,
-        and finish stopping keys that were on their way out."""
-        for key, entry in list(self.state.mounts.items()):
-            async with self.locks.hold(key):
-                try:
-                    await self._recover_key(entry)
-                except Exception:
-                    # One key that cannot come back (the API server away in standalone mode...)
-                    # must not keep the node service from serving every other volume; the next
-                    # NodeStage of that key tries again.
-                    log.exception("recovering mount key %s failed", key, extra={"mount_key": key})
-                    self._save(st.set_phase(self.state, key, "Broken", now=st.timestamp()))
+        and finish stopping keys that were on their way out. The keys side by side: one whose FUSE
+        does not answer is Broken after the deadline, saying why, and holds up none of the others."""
+        await asyncio.gather(
+            *(self._on_key(key, self._recovering(entry)) for key, entry in list(self.state.mounts.items()))
+        )
         await self._durable()
+
+    def _recovering(self, entry: st.MountEntry) -> Callable[[], Awaitable[None]]:
+        async def recover() -> None:
+            try:
+                await self._recover_key(entry)
+            except Exception:
+                # One key that cannot come back (the API server away in standalone mode...)
+                # must not keep the node service from serving every other volume; the next
+                # NodeStage of that key tries again.
+                log.exception("recovering mount key %s failed", entry.key, extra={"mount_key": entry.key})
+                self._save(st.set_phase(self.state, entry.key, "Broken", now=st.timestamp()))
+
+        return recover
 
     async def _recover_key(self, entry: st.MountEntry) -> None:
         key = entry.key
         if entry.refcount == 0:
-            self._takeover(entry)
+            await self._takeover(entry)
             await self._stop_key(key)  # a standalone FUSE pod is deleted even when not adopted
             return
-        if not self._takeover(entry):
+        if not await self._takeover(entry):
             await self._launch(entry)
-        phase: FuseMountPhase = "Ready" if self._rebind(self.state.mounts[key]) else "Broken"
+        whole = await self.calls.host(key, "re-binding its volumes", self._rebind, self.state.mounts[key])
+        phase: FuseMountPhase = "Ready" if whole else "Broken"
         self._save(st.set_phase(self.state, key, phase, now=st.timestamp()))
 
     async def watch_health(self, interval: float = 2.0) -> None:
@@ -309,27 +391,43 @@ class NodeService(csi_pb2_grpc.NodeServicer):
     async def check_health(self) -> None:
         """Mark Broken, saying why, every staged FUSE mount whose root answers ENOENT: its process
         lives and the kernel shows it, but its fs-path is gone from the cache, so every pod's I/O
-        fails and a remount would only serve a new, empty directory in its place. Back to Ready
-        once the root answers again. A dead FUSE is the runner's to remount, not this."""
-        for key in list(self.state.mounts):
-            async with self.locks.hold(key):
-                entry = self.state.mounts.get(key)
-                if entry is None or entry.refcount == 0 or entry.phase not in ("Ready", "Broken"):
-                    continue
-                if await asyncio.to_thread(mounts.root_gone, entry.mnt_path):
-                    reason = (
-                        f"the FUSE's fs-path {entry.params.fs_path} is gone from the cache at"
-                        f" {entry.params.master_addrs} (its mount {entry.mnt_path} answers ENOENT): the"
-                        " master lost it, e.g. restarted without its journal; the volumes' data is not"
-                        " served. Delete the pods using them so the mount is unstaged, then start them again"
-                    )
-                    if entry.reason != reason:
-                        log.error("%s", reason, extra={"mount_key": key})
-                    self._save(st.set_phase(self.state, key, "Broken", now=st.timestamp(), reason=reason))
-                elif entry.phase == "Broken" and entry.reason is not None and self._rebind(entry):
-                    log.info("FUSE mount answers again", extra={"mount_key": key})
-                    self._save(st.set_phase(self.state, key, "Ready", now=st.timestamp()))
+        fails and a remount would only serve a new, empty directory in its place; or whose root does
+        not answer within the deadline. Back to Ready once the root answers again. A dead FUSE is
+        the runner's to remount, not this. The keys side by side; one a call is at work on is left
+        to the next round."""
+        await asyncio.gather(
+            *(
+                self._on_key(key, self._checking(key))
+                for key in list(self.state.mounts)
+                if not self.calls.busy(key)
+            )
+        )
         await self._durable()
+
+    def _checking(self, key: str) -> Callable[[], Awaitable[None]]:
+        async def check() -> None:
+            entry = self.state.mounts.get(key)
+            if entry is None or entry.refcount == 0 or entry.phase not in ("Ready", "Broken"):
+                return
+            if await self.calls.host(key, "a stat of its root", mounts.root_gone, entry.mnt_path):
+                reason = (
+                    f"the FUSE's fs-path {entry.params.fs_path} is gone from the cache at"
+                    f" {entry.params.master_addrs} (its mount {entry.mnt_path} answers ENOENT): the"
+                    " master lost it, e.g. restarted without its journal; the volumes' data is not"
+                    " served. Delete the pods using them so the mount is unstaged, then start them again"
+                )
+                if entry.reason != reason:
+                    log.error("%s", reason, extra={"mount_key": key})
+                self._save(st.set_phase(self.state, key, "Broken", now=st.timestamp(), reason=reason))
+                return
+            entry = self.state.mounts.get(key)  # as it is now: marked Broken meanwhile if that stat hung
+            if entry is None or entry.phase != "Broken" or entry.reason is None:
+                return
+            if await self.calls.host(key, "re-binding its volumes", self._rebind, entry):
+                log.info("FUSE mount answers again", extra={"mount_key": key})
+                self._save(st.set_phase(self.state, key, "Ready", now=st.timestamp()))
+
+        return check
 
     # ------------------------------------------------------------------ CSI
 
@@ -361,43 +459,47 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         volume_id, staging = request.volume_id, request.staging_target_path
         volume = parse_volume_context(dict(request.volume_context))
         key = mount_key(volume.params)
-        async with self.locks.hold(key):
-            # A repeated call (kubelet retries) finds the volume recorded: if it fails, it must
-            # not take away what an earlier call staged.
-            added = self.state.key_of_volume(volume_id) is None
-            new, _ = st.stage(
-                self.state,
-                key,
-                volume.params,
-                volume_id,
-                staging,
-                mnt_path=fuse_mount_dir(self.mount_root, key),
-                mode=self.mode,
-                curvine_path=volume.curvine_path,
-                now=st.timestamp(),
-            )
-            self._save(new)
-            if not self.fuse.running(key):
-                await self._durable()  # recorded before its FUSE starts, so a restart finds the FUSE
-            bound = binding = False
-            source = volume_source(self.state.mounts[key].mnt_path, volume_id)
-            try:
-                await self._ensure_fuse(key)
-                binding = True
-                bound = await _on_host(self._stage_on_host, self.state.mounts[key], volume_id, staging)
-                binding = False
-                self._save(st.set_phase(self.state, key, "Ready", now=st.timestamp()))
-            except BaseException as failure:
-                if added:
-                    # Cancelled while binding: the bind may have been made, unseen.
-                    if bound or (binding and isinstance(failure, asyncio.CancelledError)):
-                        _detach(source)
-                        _remove_source(source)
-                    await self._undo_stage(key, volume_id)
-                    await self._durable()
-                raise
+        await self._call(key, lambda: self._stage(key, volume, volume_id, staging))
         await self._durable()
         return csi_pb2.NodeStageVolumeResponse()
+
+    async def _stage(self, key: str, volume: ContextVolume, volume_id: str, staging: str) -> None:
+        # A repeated call (kubelet retries) finds the volume recorded: if it fails, it must
+        # not take away what an earlier call staged.
+        added = self.state.key_of_volume(volume_id) is None
+        new, _ = st.stage(
+            self.state,
+            key,
+            volume.params,
+            volume_id,
+            staging,
+            mnt_path=fuse_mount_dir(self.mount_root, key),
+            mode=self.mode,
+            curvine_path=volume.curvine_path,
+            now=st.timestamp(),
+        )
+        self._save(new)
+        if not self.fuse.running(key):
+            await self._durable()  # recorded before its FUSE starts, so a restart finds the FUSE
+        bound = binding = False
+        source = volume_source(self.state.mounts[key].mnt_path, volume_id)
+        try:
+            await self._ensure_fuse(key)
+            binding = True
+            what = f"binding volume {volume_id}'s directory"
+            bound = await self.calls.host(
+                key, what, self._stage_on_host, self.state.mounts[key], volume_id, staging
+            )
+            binding = False
+            self._save(st.set_phase(self.state, key, "Ready", now=st.timestamp()))
+        except BaseException as failure:
+            if added:
+                # Cancelled while binding: the bind may have been made, unseen.
+                if bound or (binding and isinstance(failure, asyncio.CancelledError)):
+                    await self.calls.host(key, f"unbinding volume {volume_id}", _take_off_source, source)
+                await self._undo_stage(key, volume_id)
+                await self._durable()
+            raise
 
     def _stage_on_host(self, entry: st.MountEntry, volume_id: str, staging: str) -> bool:
         """NodeStage's mounts: the volume's source bound; kubelet's staging path a plain directory
@@ -417,12 +519,8 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         entry = self.state.mounts.get(key)
         await self.fuse.stop(key)
         if entry is not None:
-            _detach(entry.mnt_path)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(names.fuse_config_path(entry.mnt_path))
-            with contextlib.suppress(OSError):
-                os.rmdir(volumes_dir(entry.mnt_path))
-            _remove_empty(entry.mnt_path)
+            await self.calls.host(key, "unmounting it", _remove_mount_point, entry.mnt_path)
+        self.calls.forget(key)
         self._save(st.remove_mount(self.state, key))
 
     @rpc
@@ -433,21 +531,30 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         volume_id, staging = request.volume_id, request.staging_target_path
         key = self.state.key_of_volume(volume_id)
         if key is None:
-            _unbind_staging(staging)
+            await self._unkeyed(volume_id, f"unstaging {staging}", _unbind_staging, staging)
             await self._durable()  # a retry after a failed write must not answer before it lands
             return csi_pb2.NodeUnstageVolumeResponse()
-        async with self.locks.hold(key):
-            source = volume_source(self.state.mounts[key].mnt_path, volume_id)
-            self._sources.pop(source, None)
-            _detach(source)
-            _remove_source(source)
-            _unbind_staging(staging)
-            new, key_now, last = st.unstage(self.state, volume_id, now=st.timestamp())
-            self._save(new)
-            if last and key_now is not None:
-                await self._stop_key(key_now)
+        await self._call(key, lambda: self._unstage(key, volume_id, staging))
         await self._durable()
         return csi_pb2.NodeUnstageVolumeResponse()
+
+    async def _unstage(self, key: str, volume_id: str, staging: str) -> None:
+        source = volume_source(self.state.mounts[key].mnt_path, volume_id)
+        self._sources.pop(source, None)
+        await self.calls.host(key, f"unstaging volume {volume_id}", _unstage_on_host, source, staging)
+        new, key_now, last = st.unstage(self.state, volume_id, now=st.timestamp())
+        self._save(new)
+        if last and key_now is not None:
+            await self._stop_key(key_now)
+
+    async def _unkeyed(self, volume_id: str, what: str, work: Callable[[str], None], path: str) -> None:
+        """Host work for a volume this node does not hold (kubelet retrying what is done): under a
+        key of its own, with the same deadline, its thread dropped after."""
+        key = f"unstaged:{volume_id}"
+        try:
+            await self._call(key, lambda: self.calls.host(key, what, work, path))
+        finally:
+            self.calls.forget(key)
 
     @rpc
     async def NodePublishVolume(
@@ -460,26 +567,35 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             raise RpcFailure(
                 grpc.StatusCode.FAILED_PRECONDITION, f"volume {volume_id} is not staged on this node"
             )
-        async with self.locks.hold(key):
-            pod_uid = request.volume_context.get(POD_UID_KEY) or None
-            before = self.state
-            new = st.publish(before, volume_id, target, request.readonly, pod_uid)  # refused before mounting
-            args = (before.mounts[key], volume_id, staging, target, request.readonly)
-            bound = await _on_host(self._publish_on_host, *args)
-            try:
-                if self.state is not before:
-                    # Applied to the state as it is now: other keys' calls changed it meanwhile.
-                    new = st.publish(self.state, volume_id, target, request.readonly, pod_uid)
-            except StateConflict:
-                # Another key's volume was published at this very target meanwhile (kubelet never
-                # asks that): ours must not show on top of it.
-                if bound:
-                    with contextlib.suppress(mounts.MountError):
-                        mounts.unmount(target)  # the conflict is the answer, even if this fails
-                raise
-            self._save(new)
+        readonly = request.readonly
+        pod_uid = request.volume_context.get(POD_UID_KEY) or None
+        await self._call(
+            key, lambda: self._publish(key, volume_id, staging, target, readonly=readonly, pod_uid=pod_uid)
+        )
         await self._durable()
         return csi_pb2.NodePublishVolumeResponse()
+
+    async def _publish(
+        self, key: str, volume_id: str, staging: str, target: str, *, readonly: bool, pod_uid: str | None
+    ) -> None:
+        before = self.state
+        new = st.publish(before, volume_id, target, readonly, pod_uid)  # refused before mounting
+        args = (before.mounts[key], volume_id, staging, target, readonly)
+        bound = await self.calls.host(
+            key, f"publishing volume {volume_id} at {target}", self._publish_on_host, *args
+        )
+        try:
+            if self.state is not before:
+                # Applied to the state as it is now: other keys' calls changed it meanwhile.
+                new = st.publish(self.state, volume_id, target, readonly, pod_uid)
+        except StateConflict:
+            # Another key's volume was published at this very target meanwhile (kubelet never
+            # asks that): ours must not show on top of it.
+            if bound:
+                # The conflict is the answer, even if this fails.
+                await self.calls.host(key, f"unbinding {target}", _unmount_quietly, target)
+            raise
+        self._save(new)
 
     @rpc
     async def NodeUnpublishVolume(
@@ -488,13 +604,16 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         _require(request, "volume_id", "target_path")
         volume_id, target = request.volume_id, request.target_path
         key = self.state.key_of_volume(volume_id)
-        async with self.locks.hold(key or f"unstaged:{volume_id}"):
-            _detach(target)
-            with contextlib.suppress(OSError):
-                os.rmdir(target)  # the CSI spec: the plugin removes what it created at the target
-            self._save(st.unpublish(self.state, target))
+        if key is None:
+            await self._unkeyed(volume_id, f"unpublishing {target}", _unpublish_on_host, target)
+        else:
+            await self._call(key, lambda: self._unpublish(key, target))
         await self._durable()
         return csi_pb2.NodeUnpublishVolumeResponse()
+
+    async def _unpublish(self, key: str, target: str) -> None:
+        await self.calls.host(key, f"unpublishing {target}", _unpublish_on_host, target)
+        self._save(st.unpublish(self.state, target))
 
 
 def _record_process(state: st.NodeState, key: str, handle: FuseHandle) -> st.NodeState:
@@ -512,12 +631,46 @@ def _require(request: Message, *fields: str) -> None:
 
 
 def _detach(path: str) -> None:
-    """Unmount every mount stacked at ``path`` (a broken FUSE bind too)."""
+    """Unmount every mount stacked at ``path`` (a broken FUSE bind too), without waiting on a FUSE
+    server: the mount table is read, not ``path``, and umount(2) asks no FUSE server. A mount in
+    use (a call stuck in it) is detached lazily."""
     while mounts.mounted_at(path):
         try:
-            mounts.unmount(path, lazy=mounts.is_broken(path))
+            mounts.unmount(path)
         except mounts.MountError:
             mounts.unmount(path, lazy=True)
+
+
+def _unpublish_on_host(target: str) -> None:
+    _detach(target)
+    with contextlib.suppress(OSError):
+        os.rmdir(target)  # the CSI spec: the plugin removes what it created at the target
+
+
+def _unstage_on_host(source: str, staging: str) -> None:
+    _take_off_source(source)
+    _unbind_staging(staging)
+
+
+def _take_off_source(source: str) -> None:
+    _detach(source)
+    _remove_source(source)
+
+
+def _unmount_quietly(target: str) -> None:
+    with contextlib.suppress(mounts.MountError):
+        mounts.unmount(target)
+
+
+def _remove_mount_point(mnt_path: str) -> None:
+    """What a stopped FUSE leaves: its mount (if its process did not take it off), its
+    configuration file, the empty directories."""
+    _detach(mnt_path)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(names.fuse_config_path(mnt_path))
+    with contextlib.suppress(OSError):
+        os.rmdir(volumes_dir(mnt_path))
+    _remove_empty(mnt_path)
 
 
 def _unbind_staging(staging: str) -> None:
@@ -548,22 +701,6 @@ def _remove_empty(mnt_path: str) -> None:
     for directory in (mnt_path, os.path.dirname(mnt_path)):
         with contextlib.suppress(OSError):
             os.rmdir(directory)
-
-
-async def _on_host(work: Callable[..., _T], *args: Any) -> _T:
-    """``work(*args)`` in a thread. A call cancelled meanwhile (kubelet's deadline) waits for it to end
-    all the same before the cancellation goes on: an undo must never run beside the mounting it
-    undoes."""
-    future = asyncio.get_running_loop().run_in_executor(None, work, *args)
-    try:
-        return await asyncio.shield(future)
-    except asyncio.CancelledError:
-        while not future.done():
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait([future])
-        if not future.cancelled():
-            future.exception()  # seen: the cancellation is what the caller reports
-        raise
 
 
 def _shows(path: str, directory: Identity) -> bool:

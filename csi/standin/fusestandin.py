@@ -61,7 +61,7 @@ import stat
 import sys
 import threading
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from csi.standin.fusestandin_fs import Passthrough
@@ -295,7 +295,11 @@ def _announce_ready() -> None:
         print(READY_LINE, flush=True)
 
 
-def run(opts: Options) -> int:
+# What serves the mount: the passthrough, or (tests) a variant of it built with the same arguments.
+Filesystem = Callable[..., Passthrough]
+
+
+def run(opts: Options, filesystem: Filesystem = Passthrough) -> int:
     root = backing_dir(opts)
     try:
         os.makedirs(root, exist_ok=True)
@@ -332,7 +336,7 @@ def run(opts: Options) -> int:
     for sig in stop_signals:
         signal.signal(sig, signal.SIG_DFL)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
-    ops = Passthrough(root, context=mfusepy.fuse_get_context, on_ready=on_ready)
+    ops = filesystem(root, context=mfusepy.fuse_get_context, on_ready=on_ready)
     log.info("serving %s at %s (cluster-id %s)", root, mnt, opts.cluster_id)
     status: object = 0
     try:

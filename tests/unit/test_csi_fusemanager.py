@@ -108,7 +108,7 @@ def test_adopt_after_the_node_service_restarts(tmp_path: Path, data: Path) -> No
 
     async def second() -> None:
         fm = FuseManager()
-        assert fm.adopt("k2", argv(mnt), str(mnt), pid)
+        assert await fm.adopt("k2", argv(mnt), str(mnt), pid)
         assert fm.starts == 0
         await fm.stop("k2")
         assert not pid_alive(pid)
@@ -127,7 +127,7 @@ def test_a_dead_mount_is_not_adopted(tmp_path: Path, data: Path) -> None:
         os.kill(pid, signal.SIGKILL)
         while pid_alive(pid):
             await asyncio.sleep(0.02)
-        assert not FuseManager().adopt("k3", argv(mnt), str(mnt), pid)
+        assert not await FuseManager().adopt("k3", argv(mnt), str(mnt), pid)
         # A fresh start clears the broken mount first.
         fresh = FuseManager()
         await fresh.start("k3", argv(mnt), str(mnt))
@@ -155,12 +155,12 @@ def test_a_recorded_pid_that_is_not_the_keys_fuse_is_neither_adopted_nor_signall
         pid = await first.start("k5", argv(mnt), str(mnt))
         await first.close()
         fm = FuseManager()
-        assert not fm.adopt("k5", argv(mnt), str(mnt), sleeper.pid)
+        assert not await fm.adopt("k5", argv(mnt), str(mnt), sleeper.pid)
         await fm.stop("k5")
         assert sleeper.poll() is None, "an unrelated process was signalled"
         # The FUSE's own pid, but a start time that is not its process's: the pid was reused.
-        assert not fm.adopt("k5", argv(mnt), str(mnt), pid, start_time=started(pid) + 1)
-        assert fm.adopt("k5", argv(mnt), str(mnt), pid, start_time=started(pid))
+        assert not await fm.adopt("k5", argv(mnt), str(mnt), pid, start_time=started(pid) + 1)
+        assert await fm.adopt("k5", argv(mnt), str(mnt), pid, start_time=started(pid))
         await fm.stop("k5")
         assert not pid_alive(pid)
 

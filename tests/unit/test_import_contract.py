@@ -26,13 +26,26 @@ KNOWN_CYCLES: tuple[frozenset[str], ...] = ()
 CSI_LAYERS: dict[str, frozenset[str]] = {
     "csi.model": frozenset(),
     "csi.keyedlocks": frozenset(),
-    "csi.fuse": frozenset({"csi.model"}),
+    "csi.keyedthreads": frozenset(),
+    "csi.keyedcalls": frozenset({"csi.keyedlocks", "csi.keyedthreads"}),
+    "csi.fuse": frozenset({"csi.model", "csi.keyedthreads"}),
     "csi.node": frozenset({"csi.model"}),
     "csi.backends": frozenset({"csi.model", "csi.fuse", "csi.keyedlocks"}),
     "csi.rpc": frozenset(
-        {"csi.model", "csi.fuse", "csi.node", "csi.backends", "csi.keyedlocks", "csi.proto"}
+        {
+            "csi.model",
+            "csi.fuse",
+            "csi.node",
+            "csi.backends",
+            "csi.keyedlocks",
+            "csi.keyedthreads",
+            "csi.keyedcalls",
+            "csi.proto",
+        }
     ),
-    "csi.main": frozenset({"csi.model", "csi.fuse", "csi.node", "csi.backends", "csi.keyedlocks", "csi.rpc"}),
+    "csi.main": frozenset(
+        {"csi.model", "csi.fuse", "csi.node", "csi.backends", "csi.keyedlocks", "csi.keyedthreads", "csi.rpc"}
+    ),
     # Development only: whatever it took of the driver would ship the driver inside the stand-in.
     "csi.standin": frozenset(),
     "csi.proto": frozenset(),
