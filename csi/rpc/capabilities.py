@@ -27,6 +27,16 @@ SUPPORTED_MODES = frozenset(
 )
 
 
+# The CSI spec's modes that allow no writer: a volume published under one is mounted read-only,
+# whatever NodePublish's readonly says (kubelet sends false for a ReadOnlyMany claim unless the pod
+# itself says readOnly).
+READER_ONLY_MODES = frozenset({_Mode.SINGLE_NODE_READER_ONLY, _Mode.MULTI_NODE_READER_ONLY})
+
+
+def reader_only(capability: csi_pb2.VolumeCapability) -> bool:
+    return capability.access_mode.mode in READER_ONLY_MODES
+
+
 def capability_problem(capability: csi_pb2.VolumeCapability) -> str | None:
     """Why ``capability`` cannot be served, or None when it can."""
     access = capability.WhichOneof("access_type")

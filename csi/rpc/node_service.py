@@ -3,9 +3,10 @@
 NodeStage starts (or reuses) the FUSE of the volume's mount key and binds the volume's directory in
 it at the volume's source, beside the key's mount point (kubelet's staging path stays a plain
 directory: csi/model/mountkey.py says why); NodePublish binds the source at the pod's target
-(read-only when asked); NodeUnpublish removes only that target; NodeUnstage removes the source and,
-when it was the key's last volume, stops the FUSE. The state file and the kernel mount table are the truth:
-every change is saved before the call returns, and a restarted service recovers from them.
+(read-only when asked, or when the access mode allows no writer); NodeUnpublish removes only that
+target; NodeUnstage removes the source and, when it was the key's last volume, stops the FUSE. The
+state file and the kernel mount table are the truth: every change is saved before the call returns,
+and a restarted service recovers from them.
 
 Saving is a group commit: a change is applied to ``self.state`` at once (``_save``) and a call
 answers only once the state it leaves is on disk (``_durable``); one write, off the event loop,
@@ -65,6 +66,7 @@ from csi.model.volumes import ContextVolume, parse_volume_context
 from csi.node import state as st
 from csi.node import statefile
 from csi.proto import csi_pb2, csi_pb2_grpc
+from csi.rpc.capabilities import reader_only
 from csi.rpc.rpcerrors import Context, RpcFailure, required, rpc
 from kubectl_fluid.api import names
 from kubectl_fluid.api.fusemount import FuseMountPhase
@@ -567,7 +569,10 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             raise RpcFailure(
                 grpc.StatusCode.FAILED_PRECONDITION, f"volume {volume_id} is not staged on this node"
             )
-        readonly = request.readonly
+        # Read-only when kubelet asks (the pod's readOnly) or the access mode allows no writer (a
+        # ReadOnlyMany claim: kubelet sends readonly=false unless the pod says readOnly), as
+        # upstream Fluid's node server does for MULTI_NODE_READER_ONLY.
+        readonly = request.readonly or reader_only(request.volume_capability)
         pod_uid = request.volume_context.get(POD_UID_KEY) or None
         await self._call(
             key, lambda: self._publish(key, volume_id, staging, target, readonly=readonly, pod_uid=pod_uid)

@@ -99,13 +99,22 @@ class Driver:
         )
         return staging
 
-    def publish(self, volume: csi_pb2.Volume, staging: str, target: str) -> None:
+    def publish(
+        self,
+        volume: csi_pb2.Volume,
+        staging: str,
+        target: str,
+        capability: csi_pb2.VolumeCapability = MOUNT,
+        *,
+        readonly: bool = False,
+    ) -> None:
         self.node.NodePublishVolume(
             csi_pb2.NodePublishVolumeRequest(
                 volume_id=volume.volume_id,
                 staging_target_path=staging,
                 target_path=target,
-                volume_capability=MOUNT,
+                volume_capability=capability,
+                readonly=readonly,
                 volume_context=volume.volume_context,
             )
         )
