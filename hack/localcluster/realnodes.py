@@ -23,6 +23,9 @@ Pods reach each other over a bridge of this machine with no default gateway and 
 traffic never leaves it. The host's address on the bridge serves them cluster DNS (a CoreDNS per node,
 ``clusterDNS``) and the kubernetes Service (a DNAT rule of the node's own from its ClusterIP to the API
 server on loopback); the API server calls webhooks at their pods' addresses (aggregator routing).
+Nothing else of the host's loopback (etcd in plain HTTP, every other local listener): the DNAT needs
+``route_localnet`` on the bridge, and a raw-table rule of the node's own drops whatever its pods
+address to 127.0.0.0/8.
 The node carries the taint ``kubectl-fluid.io/real-node=true:NoSchedule``, so the rest of the suite
 keeps scheduling to kwok nodes; a pod for the real node tolerates it and selects the label of the same
 name.
@@ -344,8 +347,9 @@ def corefile(node: RealNode, kubeconfig: Path) -> str:
 
 
 def chain(node: RealNode) -> str:
-    """The node's own nat chain (``KF-`` + its bridge's name): two clusters side by side share this
-    host's network namespace, so neither may own host-wide chains as kube-proxy does."""
+    """The node's own chain (``KF-`` + its bridge's name) in the nat table (service_rules) and in the
+    raw table (loopback_guard_rules): two clusters side by side share this host's network
+    namespace, so neither may own host-wide chains as kube-proxy does."""
     return f"KF-{node.bridge}"
 
 
@@ -364,11 +368,37 @@ def service_rules(node: RealNode, cluster_ip: str, api_port: int) -> list[list[s
 
 
 def service_rules_removal(node: RealNode) -> list[list[str]]:
+    return _chain_removal(node, "nat")
+
+
+def _chain_removal(node: RealNode, table: str) -> list[list[str]]:
+    """Undo the node's chain in ``table``, entered from PREROUTING: the jump, its rules, the chain."""
     return [
-        ["-t", "nat", "-D", "PREROUTING", "-i", node.bridge, "-j", chain(node)],
-        ["-t", "nat", "-F", chain(node)],
-        ["-t", "nat", "-X", chain(node)],
+        ["-t", table, "-D", "PREROUTING", "-i", node.bridge, "-j", chain(node)],
+        ["-t", table, "-F", chain(node)],
+        ["-t", table, "-X", chain(node)],
     ]
+
+
+def loopback_guard_rules(node: RealNode) -> list[list[str]]:
+    """iptables arguments that drop every packet this node's pods address to the host's 127.0.0.0/8:
+    ``route_localnet`` on the bridge, which the Service's DNAT needs, would let a pod reach each
+    loopback listener of this host, etcd's plain HTTP included (CVE-2020-8558). In the raw table, from
+    this bridge only: before conntrack, the DNAT and routing, where the Service's packets still carry
+    the ClusterIP (nothing to exempt), and before any filter rule of the host's. kubelet drops the same
+    packets in its KUBE-FIREWALL, host-wide and for as long as kubelet keeps that rule; this one is the
+    node's own and goes with it."""
+    return [
+        ["-t", "raw", "-N", chain(node)],
+        ["-t", "raw", "-A", chain(node), "-d", "127.0.0.0/8",
+         "-m", "comment", "--comment", f"kubectl-fluid {node.name}: no pod reaches the host's loopback",
+         "-j", "DROP"],
+        ["-t", "raw", "-I", "PREROUTING", "-i", node.bridge, "-j", chain(node)],
+    ]  # fmt: skip
+
+
+def loopback_guard_removal(node: RealNode) -> list[list[str]]:
+    return _chain_removal(node, "raw")
 
 
 def node_kubeconfig(server: str, pki: Path, node: RealNode) -> dict[str, Any]:
@@ -441,7 +471,9 @@ def missing_prerequisites() -> list[str]:
         if shutil.which(tool) is None:
             problems.append(f"{tool} not found: apt-get install -y iproute2 util-linux mount")
     if shutil.which("iptables") is None:
-        problems.append("iptables not found (the kubernetes Service's rule): apt-get install -y iptables")
+        problems.append(
+            "iptables not found (the node's Service and loopback rules): apt-get install -y iptables"
+        )
     return problems
 
 
@@ -470,6 +502,7 @@ def ensure(cluster: Cluster, count: int, tainted: bool = True, required: bool = 
         existing = RealNode.load(cluster.state_dir / NODES_DIR / f"{NAME_PREFIX}{index}")
         if existing is not None and running(cluster, existing):
             log(f"real node {existing.name} already running")
+            _guard_loopback(existing)  # put back as it is, or added to a node started before it existed
             nodes.append(existing)
             continue
         if existing is not None:
@@ -529,6 +562,7 @@ def _start(cluster: Cluster, node: RealNode, bins: Path) -> None:
         json.dumps(cni_config(node), indent=2)
     )
     _make_cgroup_root(node.cgroup_root)
+    _guard_loopback(node)  # before route_localnet goes on with the bridge
     _make_bridge(node)
     _route_kubernetes_service(cluster, node)
 
@@ -672,10 +706,21 @@ def _route_kubernetes_service(cluster: Cluster, node: RealNode) -> None:
         ["kube-apiserver"],
     )
     service = state.api(cluster, "GET", path)[1]
-    for args in service_rules_removal(node):  # a stale one of a node that was not stopped
-        _iptables(args)
     api_port = int(cluster.server.rsplit(":", 1)[1])
-    for args in service_rules(node, service["spec"]["clusterIP"], api_port):
+    _replace_rules(service_rules_removal(node), service_rules(node, service["spec"]["clusterIP"], api_port))
+
+
+def _guard_loopback(node: RealNode) -> None:
+    """The node's pods reach nothing of the host's loopback but the Service (loopback_guard_rules)."""
+    _replace_rules(loopback_guard_removal(node), loopback_guard_rules(node))
+
+
+def _replace_rules(removal: list[list[str]], add: list[list[str]]) -> None:
+    """``removal`` first (the same rules of a node that was not stopped, or of this one: an error
+    there means there was none), then ``add``: never twice the same rule."""
+    for args in removal:
+        _iptables(args)
+    for args in add:
         run = _iptables(args)
         if run.returncode != 0:
             raise SystemExit(f"error: iptables {' '.join(args)}: {run.stderr.strip()}")
@@ -783,7 +828,8 @@ def _remove_cgroup_root(root: str) -> None:
 
 def stop(cluster: Cluster, node: RealNode) -> None:
     """Stop kubelet, every container, containerd, coredns and the shims, remove the node's Service
-    rule, then its mounts, network namespaces, bridge, cgroups and folder, and its Node object."""
+    and loopback rules, then its mounts, network namespaces, bridge, cgroups and folder, and its Node
+    object."""
     kubelet = [p for p in cluster.procs if p.name == f"kubelet-{node.name}"]
     state.stop(kubelet)
     # kubelet leaves its pods running when it stops; runc kills each container's processes and
@@ -804,7 +850,7 @@ def stop(cluster: Cluster, node: RealNode) -> None:
     view = _namespace_of(live[0]) if live else None
     state.stop(containerd)
     _stop_namespace(view)
-    for args in service_rules_removal(node):
+    for args in service_rules_removal(node) + loopback_guard_removal(node):
         _iptables(args)
     # The shims (their command lines name the node's socket), then every mount under the node's folder
     # (rootfs overlays, shm, netns bind mounts, kubelet's volumes), deepest first, and the folder.

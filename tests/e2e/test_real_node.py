@@ -9,12 +9,15 @@ be built here."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import secrets
 import shutil
+import socketserver
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -177,6 +180,130 @@ def test_a_busybox_pod_runs_answers_logs_and_exec_and_leaves_nothing_when_delete
     assert "veth" not in veths.stdout
 
 
+@contextlib.contextmanager
+def host_loopback_listener(secret: str) -> Iterator[tuple[int, list[str]]]:
+    """A TCP server of the test's own on the host's 127.0.0.1: it answers each connection with
+    ``secret`` and records the peer's address. Yields its port and the peers."""
+    peers: list[str] = []
+
+    class Answer(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            peers.append(self.client_address[0])
+            self.request.sendall(secret.encode() + b"\n")
+
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), Answer) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            yield server.server_address[1], peers
+        finally:
+            server.shutdown()
+
+
+# What a pod does to send packets to the host's 127.0.0.1 (the CVE-2020-8558 pattern): its own loopback
+# address off, 127.0.0.0/8 routed through the bridge's host address, and route_localnet on its eth0 so
+# that it accepts the host's answers from 127.0.0.1 (a container's /proc/sys is writable only when it
+# is privileged; the pod is still in a network namespace of its own).
+LOOPBACK_ROUTE = """
+ip addr del 127.0.0.1/8 dev lo
+ip route add 127.0.0.0/8 via {bridge_ip} dev eth0
+sysctl -w net.ipv4.conf.eth0.route_localnet=1
+"""
+
+# Three connections at once, each bounded by nc's connect timeout, their answers printed by section.
+LOOPBACK_PROBE = """
+cd /tmp
+nc -w 10 127.0.0.1 {listener} </dev/null >listener 2>&1 &
+printf 'GET /version HTTP/1.0\r\n\r\n' | nc -w 10 127.0.0.1 {etcd} >etcd 2>&1 &
+printf 'GET / HTTP/1.0\r\n\r\n' | nc -w 10 {cluster_ip} 443 >service 2>&1 &
+wait
+for f in listener etcd service; do echo "== $f"; cat $f; done
+"""
+
+
+def sections(out: str) -> dict[str, str]:
+    """``== name`` headed sections of LOOPBACK_PROBE's output, by name."""
+    found: dict[str, str] = {}
+    for part in out.split("== ")[1:]:
+        name, _, text = part.partition("\n")
+        found[name.strip()] = text
+    return found
+
+
+@contextlib.contextmanager
+def without_kubelets_loopback_rule(bridge: str) -> Iterator[None]:
+    """kubelet (v1.36) drops what pods send to 127.0.0.0/8 too, in a KUBE-FIREWALL chain of the whole
+    host that it keeps for as long as it chooses to (its source says so) and not at all with
+    ``makeIPTablesUtilChains: false``. An accept first in INPUT, for ``bridge`` alone, stands for such a
+    kubelet: what keeps the pods off is then the node's own rule."""
+    rule = ["INPUT", "-i", bridge, "-d", "127.0.0.0/8", "-m", "comment", "--comment",
+            "kubectl-fluid e2e: kubelet's KUBE-FIREWALL out of the way", "-j", "ACCEPT"]  # fmt: skip
+    subprocess.run(["iptables", "-w", "5", "-I", *rule], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["iptables", "-w", "5", "-D", *rule], check=True)
+
+
+def loopback_drops(node: realnodes.RealNode) -> int:
+    """Packets the node's own raw chain has dropped (its counters)."""
+    listed = subprocess.run(
+        ["iptables", "-w", "5", "-t", "raw", "-L", realnodes.chain(node), "-n", "-v", "-x"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return sum(int(line.split()[0]) for line in listed.stdout.splitlines() if " DROP " in line)
+
+
+def test_a_pod_on_the_real_node_reaches_the_kubernetes_service_but_not_the_hosts_loopback(
+    real_node: Node, core: client.CoreV1Api, namespace: str, kubeconfig: Path
+) -> None:
+    """The host's 127.0.0.1 (etcd in plain HTTP, the kubelet, the test's own listener) is not the
+    pods': the node's bridge has route_localnet for the Service's DNAT, and the node's own chain drops
+    whatever its pods address to 127.0.0.0/8, with or without kubelet's host-wide rule."""
+    node, secret = real_node.node, f"secret-{secrets.token_hex(4)}"
+    pod = busybox_pod("prober", "x")
+    [container] = pod["spec"]["containers"]
+    container["securityContext"] = {"privileged": True}
+    core.create_namespaced_pod(namespace, pod)
+    eventually(
+        lambda: core.read_namespaced_pod("prober", namespace).status.phase == "Running",
+        "the prober pod Running on the real node",
+        timeout=90,
+    )
+    exec_sh = ("-n", namespace, "exec", "prober", "--", "sh", "-c")
+    kubectl(kubeconfig, *exec_sh, LOOPBACK_ROUTE.format(bridge_ip=node.bridge_ip))
+    cluster_ip = core.read_namespaced_service("kubernetes", "default").spec.cluster_ip
+    with host_loopback_listener(secret) as (port, peers), without_kubelets_loopback_rule(node.bridge):
+        probe = LOOPBACK_PROBE.format(
+            listener=port, etcd=real_node.cluster.ports["etcd"], cluster_ip=cluster_ip
+        )
+        answers = sections(kubectl(kubeconfig, *exec_sh, probe))
+
+    # The DNAT path to the API server on 127.0.0.1 stays open: a TLS server's answer to plain HTTP.
+    assert "Client sent an HTTP request to an HTTPS server" in answers["service"], answers
+    assert secret not in answers["listener"], (
+        f"a pod reached the test's listener on the host's 127.0.0.1:{port}: {answers}"
+    )
+    assert peers == []
+    assert "etcdserver" not in answers["etcd"], f"a pod reached etcd on the host's 127.0.0.1: {answers}"
+    assert "timed out" in answers["listener"], answers
+    assert "timed out" in answers["etcd"], answers
+    assert loopback_drops(node) > 0, "the pod's packets were not dropped by the node's own chain"
+
+
+def rules_naming(bridge: str) -> list[str]:
+    """This host's iptables lines (chains and rules, every table) that name ``bridge``: a node's chains
+    carry its bridge's name."""
+    lines = []
+    for table in ("raw", "mangle", "nat", "filter"):
+        listed = subprocess.run(
+            ["iptables", "-w", "5", "-t", table, "-S"], capture_output=True, text=True, check=True
+        )
+        lines += [f"{table}: {line}" for line in listed.stdout.splitlines() if bridge in line]
+    return lines
+
+
 def test_down_leaves_no_container_shim_mount_bridge_rule_cgroup_or_netns(
     real_node: Node, tmp_path: Path
 ) -> None:
@@ -192,6 +319,15 @@ def test_down_leaves_no_container_shim_mount_bridge_rule_cgroup_or_netns(
         assert mounts_under(node, "netns"), (
             "the pod's network namespace is not bind-mounted under the node's folder"
         )
+        rules = rules_naming(node.bridge)
+        chain = realnodes.chain(node)
+        # Each chain entered from its hook by the bridge's packets: the Service's DNAT, the loopback guard.
+        assert f"nat: -A PREROUTING -i {node.bridge} -j {chain}" in rules, rules
+        assert f"raw: -A PREROUTING -i {node.bridge} -j {chain}" in rules, rules
+        assert len(rules) == 6, rules  # the two chains, their jumps and one rule in each
+        # `make up` again over the running node puts its rules back as they were, none twice.
+        realnodes.ensure(cluster, 1)
+        assert rules_naming(node.bridge) == rules
     finally:
         localcluster.down(state)
     assert not shims(node)
@@ -206,10 +342,7 @@ def test_down_leaves_no_container_shim_mount_bridge_rule_cgroup_or_netns(
         ["ip", "-o", "link", "show", node.bridge], capture_output=True, text=True, check=False
     )
     assert links.returncode != 0, links.stdout
-    rules = subprocess.run(
-        ["iptables", "-w", "5", "-t", "nat", "-S"], capture_output=True, text=True, check=True
-    )
-    assert realnodes.chain(node) not in rules.stdout, "the node's Service rule is left in the nat table"
+    assert rules_naming(node.bridge) == [], "the node's iptables rules are left behind"
     assert not list(Path("/sys/fs/cgroup").glob(f"*/{node.cgroup_root.strip('/')}"))
     assert not Path(node.dir).exists()
     assert not Path(node.record).exists()

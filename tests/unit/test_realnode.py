@@ -154,6 +154,32 @@ def test_the_kubernetes_service_is_routed_to_the_api_server_from_this_bridge_onl
     assert remove[-1] == ["-t", "nat", "-X", realnodes.chain(a)]
 
 
+def test_pods_reach_the_hosts_loopback_only_through_the_services_dnat(tmp_path: Path) -> None:
+    # route_localnet on the bridge (the Service's DNAT needs it) lets a pod route anything to the
+    # host's 127.0.0.0/8, etcd's plain HTTP included (CVE-2020-8558): the node's own chain drops it.
+    a, b = node(tmp_path / "a"), node(tmp_path / "b")
+    add = realnodes.loopback_guard_rules(a)
+    # The raw table: before conntrack and the DNAT, where the Service's packets still carry the
+    # ClusterIP, so the drop needs no exception for them; before any filter rule of the host's.
+    assert all(rule[:2] == ["-t", "raw"] for rule in add)
+    # The chain is made before anything jumps to it; entered by this bridge's packets alone, first: no
+    # host-wide chain, as for the Service.
+    assert add[0] == ["-t", "raw", "-N", realnodes.chain(a)]
+    assert add[-1] == ["-t", "raw", "-I", "PREROUTING", "-i", a.bridge, "-j", realnodes.chain(a)]
+    [drop] = [r for r in add if "DROP" in r]
+    assert drop[2:4] == ["-A", realnodes.chain(a)]
+    assert drop[drop.index("-d") + 1] == "127.0.0.0/8"
+    # Whatever the source, the protocol or the state: from the bridge, nothing to 127.0.0.0/8 is legit.
+    assert not {"-s", "-p", "conntrack"} & set(drop)
+    assert realnodes.loopback_guard_rules(b) != add
+    # Undone in the other order: the jump, then the chain's rule, then the chain.
+    assert realnodes.loopback_guard_removal(a) == [
+        ["-t", "raw", "-D", "PREROUTING", "-i", a.bridge, "-j", realnodes.chain(a)],
+        ["-t", "raw", "-F", realnodes.chain(a)],
+        ["-t", "raw", "-X", realnodes.chain(a)],
+    ]
+
+
 def test_kubelet_serves_loopback_only_and_carries_what_this_machine_forces(tmp_path: Path) -> None:
     n = node(tmp_path)
     config = realnodes.kubelet_config(n, tmp_path / "ca.crt")
