@@ -70,13 +70,27 @@ def _mount(*args: str) -> None:
         raise SystemExit(f"error: mount {' '.join(args)}: {run.stderr.strip()}")
 
 
+def mounted_points() -> set[str]:
+    with open("/proc/self/mountinfo") as table:
+        return {unescape(line.split()[4]) for line in table if len(line.split()) >= 5}
+
+
+def enslave(points: list[str]) -> None:
+    """Make each of ``points`` a slave, non-recursively (ROOT, beneath /, keeps its peer group; a
+    private mount stays private). A point that vanished since the table was read is skipped: another
+    cluster's node on this host unmounts its containers' mounts whenever it likes, and its copies in
+    this fresh namespace go with them (seen: "mount point does not exist", a node's start failing)."""
+    for point in points:
+        run = subprocess.run(["mount", "--make-slave", point], capture_output=True, text=True, check=False)
+        if run.returncode != 0 and point in mounted_points():
+            raise SystemExit(f"error: mount --make-slave {point}: {run.stderr.strip()}")
+
+
 def main(argv: list[str]) -> None:
     root, binds, command = parse(argv)
     with open("/proc/self/mountinfo") as table:
         points = points_to_enslave(table.read(), root)
-    for point in points:
-        # Non-recursive: ROOT (beneath /) keeps its peer group. A private mount stays private.
-        _mount("--make-slave", point)
+    enslave(points)
     for source, target in binds:
         os.makedirs(source, exist_ok=True)
         # The host's own directory stays empty: it is only the mount point.

@@ -125,3 +125,30 @@ def test_mounts_in_the_nodes_view_reach_its_folder_on_the_host_and_nothing_else(
         assert not any(target.iterdir())
     finally:
         subprocess.run(["umount", "-R", "-l", str(root)], check=False)
+
+
+def test_a_mount_gone_between_reading_the_table_and_enslaving_it_is_skipped(tmp_path: Path) -> None:
+    """Another cluster's node on this host unmounts its containers' mounts at any time: a point read
+    from the table and gone by the time it is enslaved must not fail the node's start (seen twice in
+    eight starts beside another cluster: "mount --make-slave ...: mount point does not exist")."""
+    gone, kept, peer = tmp_path / "gone", tmp_path / "kept", tmp_path / "peer"
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from localcluster import nodeview; import subprocess\n"
+        "subprocess.run(['mount', '--make-shared', sys.argv[2]], check=True)\n"
+        "subprocess.run(['umount', sys.argv[2]], check=True)\n"
+        "nodeview.enslave([sys.argv[2], sys.argv[3]])\n"
+        "print([l.split()[6] for l in open('/proc/self/mountinfo') if l.split()[4] == sys.argv[3]][0])\n"
+    )
+    for point in (gone, kept, peer):
+        point.mkdir()
+    # In a mount namespace of its own: "gone" is unmounted after the table was read (the race);
+    # "kept", shared with a peer, must still be enslaved to that peer group.
+    run = subprocess.run(
+        ["unshare", "--mount", "--propagation", "unchanged", "sh", "-c",
+         f"mount -t tmpfs g {gone} && mount -t tmpfs k {kept} && mount --make-shared {kept} && "
+         f"mount --bind {kept} {peer} && "
+         f'exec "$0" -c "$1" {NODEVIEW.parents[1]} {gone} {kept}', sys.executable, script],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().startswith("master:"), run.stdout
