@@ -9,11 +9,17 @@ on a real node as a user runs them.
    worker run as real pods from the Mooncake image. An app Deployment is injected with
    ``kubectl fluid inject --wait``; inside its container a shell sources runtime.sh and puts a value
    through Mooncake; a second replica gets it back at its start (its log) and through ``kubectl exec``.
-2. FUSE: a PVC of the sample ``curvine`` StorageClass (csi-provisioner → CreateVolume) mounted by two
-   busybox pods on the node. One FUSE pod serves both (``kubectl fluid mounts``); a file written in one
-   container is read in the other; the FUSE pod is deleted and the running containers read the file
-   again through its replacement; once both pods are gone the FUSE pod is gone and nothing of the
-   volume stays mounted. The FUSE program is the image's curvine-fuse-standin (no Curvine image here).
+2. FUSE: the sample Curvine cluster (a master and a worker, real pods from Curvine's image), then a PVC
+   of the sample ``curvine`` StorageClass (csi-provisioner → CreateVolume, a directory made in that
+   Curvine) mounted by two busybox pods on the node. One FUSE pod, running Curvine's own curvine-fuse
+   from Curvine's image, serves both (``kubectl fluid mounts``); a file written in one container is
+   read in the other, and in Curvine itself (``cv fs ls`` in the master); the FUSE pod is deleted and
+   the running containers read the file again through its replacement; once both pods are gone the
+   FUSE pod is gone and nothing of the volume stays mounted; a last pod mounts the volume again and
+   is left running.
+
+Everything stays afterwards for exploring: the demo's namespace, the sample Curvine cluster and
+StorageClass. The next ``make demo`` deletes them first and starts afresh; ``make down`` stops it all.
 
 Every pod is a real container on the real node; everything printed is the output of what ran. Exits
 non-zero at the first step that does not do what it says.
@@ -30,8 +36,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -51,6 +56,20 @@ SYSTEM = "fluid-system"
 APP_NAME = "demo-app"
 KEY = "greeting"
 SAMPLES = REPO / "manifests" / "samples"
+# The sample Curvine cluster, as users apply it (in `default`, which its addresses name).
+CURVINE_SAMPLE = SAMPLES / "curvine-cluster.yaml"
+CURVINE_NS = "default"
+CURVINE_MASTER = "curvine-master-0"
+# The lines of `cv report` shown: the master, the worker and what it brings.
+REPORTED = ("active_master", "capacity", "available", "live_worker_num", "live_worker_list")
+CLAIM = "shared"
+LEFT_RUNNING = "reader"
+# What the last lines suggest trying, each on what the demo left.
+NEXT = (
+    "kubectl fluid datasets -A",
+    "kubectl fluid mounts -o wide",
+    f"kubectl exec -n {NS} {LEFT_RUNNING} -- cat /data/hello.txt",
+)
 T = TypeVar("T")
 
 
@@ -78,6 +97,9 @@ class Cluster:
             raise DemoError(f"no cluster in {state_dir}: run `make demo`, which starts it")
         self.cluster = cluster
         self.kubectl_bin = str(Path(cluster.bin_dir) / "kubectl")
+        # The node's busybox image, named from its binary (found now: the build's check of the
+        # binaries prints, and the narration should not carry it).
+        self.busybox = realnode.busybox_of(realnode.node_bins())
         # `kubectl fluid` finds the plugin on PATH, as it would for an operator.
         self.env = {
             **os.environ,
@@ -275,28 +297,37 @@ def not_glog(line: str) -> bool:
 # ------------------------------------------------------------------ FUSE
 
 
+def curvine(k: Cluster) -> None:
+    step("FUSE data path: the sample Curvine cluster, its master and worker as real pods")
+    k.run("apply", "-f", str(CURVINE_SAMPLE))
+    for workload in ("statefulset/curvine-master", "statefulset/curvine-worker"):
+        k.run("rollout", "status", "-n", CURVINE_NS, workload, "--timeout=300s")
+    k.run("get", "pods", "-n", CURVINE_NS, "-l", "app.kubernetes.io/part-of=curvine", "-o", "wide")
+    eventually(
+        lambda: "live_worker_num: 1" in cv(k, "report", show=False),
+        "the worker registered at the master",
+        120,
+    )
+    cv(k, "report", shown=lambda line: line.split(":")[0].strip() in REPORTED)
+
+
+def cv(k: Cluster, *args: str, show: bool = True, shown: Callable[[str], bool] = lambda line: True) -> str:
+    """Curvine's own CLI in the master's pod (its configuration names the cluster)."""
+    return k.run("exec", "-n", CURVINE_NS, CURVINE_MASTER, "--", "cv", *args, show=show, shown=shown)
+
+
 def fuse(k: Cluster) -> None:
-    step("FUSE data path: one PVC, two pods on the node, one shared FUSE pod")
+    step("One PVC of the sample StorageClass, two pods on the node, one shared FUSE pod running curvine-fuse")
     # A StorageClass's parameters are immutable: one of another version of the sample goes first.
     k.run("delete", "storageclass", "curvine", "--ignore-not-found", show=False)
     k.run("apply", "-f", str(SAMPLES / "storageclass-curvine.yaml"))
-    claim = {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": "shared", "namespace": NS},
-        "spec": {
-            "accessModes": ["ReadWriteMany"],
-            "storageClassName": "curvine",
-            "resources": {"requests": {"storage": "1Gi"}},
-        },
-    }
-    busybox = realnode.busybox_of(realnode.node_bins())
-    k.apply(claim, volume_pod("reader-a", busybox), volume_pod("reader-b", busybox))
+    busybox = k.busybox
+    k.apply(claim(), volume_pod("reader-a", busybox), volume_pod("reader-b", busybox))
     eventually(
-        lambda: k.get_json("pvc", "shared", "-n", NS).get("status", {}).get("phase") == "Bound",
-        "PVC shared Bound (csi-provisioner → CreateVolume)",
+        lambda: k.get_json("pvc", CLAIM, "-n", NS).get("status", {}).get("phase") == "Bound",
+        f"PVC {CLAIM} Bound (csi-provisioner → CreateVolume, a directory made in Curvine)",
     )
-    k.run("get", "pvc", "shared", "-n", NS)
+    k.run("get", "pvc", CLAIM, "-n", NS)
     for name in ("reader-a", "reader-b"):
         eventually(lambda n=name: pod_ready(k, NS, n), f"pod {name} Running with its volume", 180)  # type: ignore[misc]
 
@@ -316,17 +347,33 @@ def fuse(k: Cluster) -> None:
     ]
     k.run("fluid", "mounts")
     k.run("fluid", "mounts", "-o", "wide")
+    [fuse_pod] = fuse_pods(k).values()
     k.run("get", "pods", "-n", SYSTEM, "-l", names.LABEL_MOUNT_KEY, "-o", "wide")
+    program = "jsonpath={.spec.containers[0].image} {.spec.containers[0].command[0]}"
+    served = k.run("get", "pod", fuse_pod, "-n", SYSTEM, "-o", program)
+    say(f"the FUSE pod runs {served.split()[1]} of {served.split()[0]}: Curvine's own client, not a stand-in")
+    text = shared_file(k)
+    recovery(k, text)
+    teardown(k, marks)
+    left_running(k, busybox, text)
 
-    step("A file written in reader-a's container is read in reader-b's")
+
+def shared_file(k: Cluster) -> str:
+    step("A file written in reader-a's container is read in reader-b's, and is in Curvine itself")
     text = f"written in reader-a at {time.strftime('%H:%M:%S')}"
     k.run("exec", "-n", NS, "reader-a", "--", "sh", "-c", f"echo {shlex.quote(text)} > /data/hello.txt")
     seen = k.run("exec", "-n", NS, "reader-b", "--", "cat", "/data/hello.txt").strip()
     if seen != text:
         raise DemoError(f"reader-b read {seen!r}, expected {text!r}")
+    volume = k.get_json("pvc", CLAIM, "-n", NS)["spec"]["volumeName"]
+    curvine_path = k.get_json("pv", volume)["spec"]["csi"]["volumeAttributes"][names.PARAM_CURVINE_PATH]
+    listed = cv(k, "fs", "ls", curvine_path)
+    if "hello.txt" not in listed:
+        raise DemoError(f"hello.txt is not in Curvine's {curvine_path}: {listed!r}")
+    return text
 
-    recovery(k, text)
 
+def teardown(k: Cluster, marks: list[str]) -> None:
     step("Deleting both pods: targets unpublished, the volume unstaged, the FUSE pod stopped")
     k.run("delete", "pod", "reader-a", "reader-b", "-n", NS, "--wait=true")
     eventually(lambda: not fuse_pods(k), "the FUSE pod gone", timeout=120)
@@ -351,6 +398,29 @@ def fuse(k: Cluster) -> None:
     except DemoError as err:
         raise DemoError(f"{err}; still mounted: {left}") from None
     say("no FUSE mount and no bind mount left on the node")
+
+
+def left_running(k: Cluster, busybox: str, text: str) -> None:
+    step("The volume mounted again by a pod left running for you: the file is still in Curvine")
+    k.apply(volume_pod(LEFT_RUNNING, busybox))
+    eventually(lambda: pod_ready(k, NS, LEFT_RUNNING), f"pod {LEFT_RUNNING} Running with its volume", 180)
+    again = k.run("exec", "-n", NS, LEFT_RUNNING, "--", "cat", "/data/hello.txt").strip()
+    if again != text:
+        raise DemoError(f"{LEFT_RUNNING} read {again!r}, expected {text!r}")
+    k.run("fluid", "mounts")
+
+
+def claim() -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": CLAIM, "namespace": NS},
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "storageClassName": "curvine",
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
 
 
 def recovery(k: Cluster, text: str) -> None:
@@ -400,7 +470,7 @@ def volume_pod(name: str, busybox: str) -> dict[str, Any]:
                     ],
                 }
             ],
-            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "shared"}}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": CLAIM}}],
         },
     }
 
@@ -408,16 +478,23 @@ def volume_pod(name: str, busybox: str) -> dict[str, Any]:
 # ------------------------------------------------------------------ main
 
 
-@contextmanager
-def demo_namespace(k: Cluster) -> Iterator[None]:
-    # A namespace of its own, fresh every run, so a second `make demo` starts clean.
+def fresh_start(k: Cluster) -> None:
+    """The previous demo's objects go first (they stay after a demo, for exploring): its namespace,
+    then the sample Curvine cluster and StorageClass (the namespace's volumes go before their
+    Curvine, so DeleteVolume still finds it)."""
     if k.run("get", "namespace", NS, "--ignore-not-found", "-o", "name", show=False).strip():
         k.run("delete", "namespace", NS, "--wait=true", "--timeout=300s", show=False)
+
+    def volumes_left() -> list[str]:
+        listed = k.get_json("pv")["items"]
+        return [p["metadata"]["name"] for p in listed if p["spec"].get("storageClassName") == "curvine"]
+
+    # DeleteVolume removes each claim's directory in Curvine: it must run before Curvine goes.
+    eventually(lambda: not volumes_left(), "the previous demo's volumes deleted", timeout=180)
+    gone = ("--ignore-not-found", "--wait=true", "--timeout=300s")
+    k.run("delete", "-f", str(CURVINE_SAMPLE), *gone, show=False)
+    k.run("delete", "storageclass", "curvine", "--ignore-not-found", show=False)
     k.run("create", "namespace", NS)
-    try:
-        yield
-    finally:
-        k.run("delete", "namespace", NS, "--wait=false", show=False, check=False)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -429,14 +506,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         k = Cluster(state_dir / "kubeconfig", state_dir)
         deploy(k)
-        with demo_namespace(k):
-            clientless(k)
-            fuse(k)
+        fresh_start(k)
+        clientless(k)
+        curvine(k)
+        fuse(k)
     except DemoError as err:
         print(f"\ndemo failed: {err}", file=sys.stderr)
         return 1
-    step(f"Done in {time.monotonic() - t0:.0f}s. The cluster keeps running (`make down` stops it):")
+    step(
+        f"Done in {time.monotonic() - t0:.0f}s. Everything stays up for you to explore (the next `make demo`"
+        " starts afresh, `make down` stops it all). Try:"
+    )
     say(f"export KUBECONFIG={k.kubeconfig}")
+    for command in NEXT:
+        say(command)
     return 0
 
 

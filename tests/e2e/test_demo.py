@@ -1,7 +1,9 @@
 """``make demo`` as a user runs it: on a local cluster of its own (not the session's) whose node is a
-real kubelet, twice in a row (the second reuses the cluster, the node and its images), then
-``make down``, after which nothing it started runs and nothing it mounted stays, in the state dir or
-in the real node's own folder."""
+real kubelet, twice in a row (the second reuses the cluster, the node and its images, and starts the
+demo's objects afresh), then ``make down``, after which nothing it started runs and nothing it mounted
+stays, in the state dir or in the real node's own folder. Each run's FUSE is Curvine's own
+curvine-fuse on the sample Curvine cluster in pods, the file written is in Curvine, and what the demo
+made is still there afterwards for the commands it suggests, which work."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.e2e.fluid import kubectl_binary
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,6 +50,30 @@ def traces(*roots: str) -> tuple[list[str], list[str]]:
     return procs, mounts
 
 
+def left_for_exploring(state: Path, out: str) -> None:
+    """The commands the demo ends with, run as a user would after it: each works on what it left."""
+    suggested = out[out.index("Everything stays up for you to explore") :].splitlines()[1:]
+    commands = [line.strip() for line in suggested if line.strip().startswith("kubectl ")]
+    assert len(commands) == 3, suggested
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env["KUBECONFIG"] = str(state / "kubeconfig")
+    # kubectl, and the plugin where kubectl finds it, as an operator has them.
+    tools = [str(REPO / ".venv" / "bin"), str(Path(kubectl_binary()).parent), env["PATH"]]
+    env["PATH"] = os.pathsep.join(tools)
+    said = {}
+    for command in commands:
+        run = subprocess.run(
+            command, shell=True, env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+        assert run.returncode == 0, f"{command}: {run.stderr}"
+        said[command] = run.stdout
+    datasets, mounts, cat = said.values()
+    assert "fluid-demo" in datasets, datasets
+    assert "demo" in datasets, datasets
+    assert "curvine-master-0.curvine-master.default.svc:8995" in mounts, mounts
+    assert cat.startswith("written in reader-a at "), cat
+
+
 @pytest.mark.skipif(shutil.which("go") is None, reason="make demo builds the local control plane: needs Go")
 @pytest.mark.timeout(1800 + 600 + 120 + 60)  # the runs' own limits below, and the checks
 def test_make_demo_twice_then_make_down_leaves_nothing(tmp_path: Path) -> None:
@@ -60,9 +88,13 @@ def test_make_demo_twice_then_make_down_leaves_nothing(tmp_path: Path) -> None:
             )
             out = done.stdout
             assert "read back through Mooncake: 'hello from demo-app" in out, out[-3000:]
+            assert "the FUSE pod runs /opt/curvine/curvine-fuse of kubectl-fluid/curvine:" in out, out[-3000:]
+            assert "live_worker_num: 1" in out, out[-3000:]
+            assert "/hello.txt" in out.split("is in Curvine itself")[1], out[-3000:]  # cv fs ls in the master
             assert "no FUSE mount and no bind mount left on the node" in out, out[-3000:]
             assert "REFS" in out  # kubectl fluid mounts showed the shared mount
             assert "both containers read the file again" in out, out[-3000:]
+            left_for_exploring(state, out)
             folders = folders or node_folders(state)
         assert folders, "make demo started no real node"
     finally:
