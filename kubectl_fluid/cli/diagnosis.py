@@ -102,10 +102,12 @@ def _why_not(f: Facts, wanted: list[str]) -> str:
 def _why_not_admitted(f: Facts) -> str:
     """The pod asked properly; so the webhook skipped it, or never had the chance."""
     if f.labels.get(names.LABEL_INJECT_DONE) == names.TRUE:
+        # This webhook checks and injects such a pod; one from before this release left it alone.
         via = f" (kubectl fluid inject {f.owner} does)" if f.owner else ""
         return (
-            f"it already carried {names.LABEL_INJECT_DONE}={names.TRUE} when it was created, so the webhook "
-            f"left it alone; remove that label from its template{via} and {_recreate(f)}"
+            f"it already carried {names.LABEL_INJECT_DONE}={names.TRUE} when it was created, which a "
+            f"webhook of an earlier release took as done and left alone (this one injects it); remove "
+            f"that label from its template{via} and {_recreate(f)}"
         )
     if f.webhook_problem:
         return f"{f.webhook_problem}; then {_recreate(f)}"
