@@ -144,13 +144,16 @@ class KeyedThreads:
         never run beside the work it undoes."""
         return await finish(self.submit(key, what, work, *args))
 
-    async def within(self, key: str, what: str, work: Callable[..., _T], *args: Any) -> _T:
-        """``work(*args)`` in the key's thread; ``Hung`` once the deadline passes (the work goes on,
-        the key stuck until it ends)."""
+    async def within(
+        self, key: str, what: str, work: Callable[..., _T], *args: Any, wait: float | None = None
+    ) -> _T:
+        """``work(*args)`` in the key's thread; ``Hung`` once ``wait`` seconds (the deadline unless
+        said) have passed (the work goes on, the key stuck from the deadline until it ends)."""
         future = self.submit(key, what, work, *args)
-        done, _ = await asyncio.wait([future], timeout=self.deadline)
+        wait = self.deadline if wait is None else wait
+        done, _ = await asyncio.wait([future], timeout=wait)
         if not done:
-            raise Hung(self.stuck(key) or Stuck(key, what, time.monotonic() - self.deadline))
+            raise Hung(self.stuck(key) or Stuck(key, what, time.monotonic() - wait))
         return future.result()
 
     def forget(self, key: str) -> None:

@@ -11,7 +11,7 @@
 - Whether a mount serves is asked with a stat through it, which waits on its FUSE server: in a
   thread of the key's own (csi/keyedthreads.py), so a FUSE that does not answer holds up only its
   own watcher, neither the event loop nor the threads the other keys' watchers use. One that has
-  not answered within the deadline is alive (a dead server's requests fail at once) and is logged.
+  not answered within a second is alive (a dead server's requests fail at once) and is logged.
 - ``stop`` asks with SIGTERM (the FUSE process unmounts itself; curvine-fuse takes about 1.2 s and
   exits 0), then insists, and finally detaches a mount that is still there, so neither a process
   nor a mount leaks; the exit code is logged.
@@ -45,6 +45,9 @@ log = logging.getLogger("csi.fusemanager")
 
 START_TIMEOUT = 10.0
 STOP_TIMEOUT = 5.0
+# A FUSE whose server died answers ENOTCONN at once, without asking it: one that has not answered a
+# stat in this long is alive, however slow.
+ALIVE_WITHIN = 1.0
 
 
 class FuseError(Exception):
@@ -61,13 +64,14 @@ def pid_alive(pid: int) -> bool:
 
 async def serving(threads: KeyedThreads, key: str, mnt_path: str) -> bool:
     """Whether a FUSE mount is at ``mnt_path`` and does not answer ENOTCONN (its server died). One
-    that does not answer within the deadline counts as serving: its server lives (a dead one's
-    requests fail at once) and waits on something else, a cache master say; the stat goes on in the
-    key's thread."""
+    that has not answered after ``ALIVE_WITHIN`` counts as serving: a dead server's requests fail at
+    once, so this one lives and waits on something else, a cache master say (the stat goes on in
+    the key's thread; what the node service then does through the mount has its own deadline)."""
     if not is_fuse_mount(mnt_path):
         return False
+    what = f"a stat of {mnt_path}"
     try:
-        return not await threads.within(key, f"a stat of {mnt_path}", mounts.is_broken, mnt_path)
+        return not await threads.within(key, what, mounts.is_broken, mnt_path, wait=ALIVE_WITHIN)
     except Hung as hung:
         log.warning("FUSE mount %s: %s; taken as alive", mnt_path, hung, extra={"mount_key": key})
         return True

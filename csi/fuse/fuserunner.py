@@ -33,7 +33,7 @@ class FuseRunner(Protocol):
 
     async def takeover(self, key: str, argv: list[str], mnt_path: str, handle: FuseHandle) -> bool:
         """Watch a FUSE an earlier node service started; False if it is gone or not serving (one
-        that does not answer within the deadline is serving: its server lives)."""
+        that does not answer within a second is serving: its server lives)."""
         ...
 
     async def stop(self, key: str) -> None: ...
