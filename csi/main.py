@@ -47,6 +47,7 @@ from csi.fuse.fuseconfig import NodeSettingsError, load_node_settings
 from csi.fuse.fusepods import FusePodManager
 from csi.fuse.fuserunner import FuseRunner
 from csi.keyedthreads import DEFAULT_DEADLINE
+from csi.model.fusepodparams import node_resources
 from csi.node.publisher import MirrorPublisher
 from csi.rpc.controller_service import ControllerServicer, PvLookup
 from csi.rpc.identity import IdentityServicer
@@ -144,6 +145,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "program's configuration or the stand-in's data (repeatable)",
     )
     p.add_argument(
+        "--fuse-resources",
+        type=_fuse_resources,
+        metavar="JSON",
+        help="standalone: the FUSE pods' resources unless a StorageClass sets its own (fuse-memory-limit…), "
+        'a ResourceRequirements, e.g. {"requests":{"cpu":"100m","memory":"256Mi"},"limits":{"memory":"2Gi"}} '
+        "(default: none, BestEffort)",
+    )
+    p.add_argument(
+        "--fuse-priority-class-name",
+        metavar="NAME",
+        help="standalone: the FUSE pods' priority class unless a StorageClass sets its own "
+        "(fuse-priority-class-name), e.g. system-node-critical",
+    )
+    p.add_argument(
         "--registration",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -207,6 +222,13 @@ def _kubelet_socket(value: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _fuse_resources(value: str) -> dict[str, dict[str, str]]:
+    try:
+        return node_resources(value)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{value!r} {err}") from None
+
+
 def _host_path(value: str) -> str:
     if not os.path.isabs(value):
         raise argparse.ArgumentTypeError(f"{value!r} is not an absolute path")
@@ -228,6 +250,8 @@ def build_fuse_runner(args: argparse.Namespace) -> FuseRunner | None:
         args.fuse_image,
         env=tuple(args.fuse_env),
         host_paths=tuple(args.fuse_host_path),
+        resources=args.fuse_resources,
+        priority_class=args.fuse_priority_class_name,
         deadline=args.fuse_deadline,
     )
 

@@ -39,6 +39,7 @@ from csi.fuse.fusebinary import FLAG, fuse_binary_problem
 from csi.fuse.fuserunner import FuseHandle
 from csi.keyedthreads import DEFAULT_DEADLINE, Hung, KeyedThreads
 from csi.model.errors import FuseUnavailable
+from csi.model.fusepodparams import PodSettings
 
 # The name it logged under before csi/ had sub-packages: log filters and tests match it.
 log = logging.getLogger("csi.fusemanager")
@@ -129,13 +130,17 @@ class FuseManager:
         proc = self.processes.get(key)
         return None if proc is None else FuseHandle(pid=proc.pid, start_time=proc.start_time)
 
-    async def launch(self, key: str, argv: list[str], mnt_path: str) -> FuseHandle:
+    async def launch(
+        self, key: str, argv: list[str], mnt_path: str, settings: PodSettings = ()
+    ) -> FuseHandle:
         await self.start(key, argv, mnt_path)
         handle = self.handle(key)
         assert handle is not None  # started just now
         return handle
 
-    async def takeover(self, key: str, argv: list[str], mnt_path: str, handle: FuseHandle) -> bool:
+    async def takeover(
+        self, key: str, argv: list[str], mnt_path: str, handle: FuseHandle, settings: PodSettings = ()
+    ) -> bool:
         if not handle.pid:
             return False
         return await self.adopt(key, argv, mnt_path, handle.pid, start_time=handle.start_time)

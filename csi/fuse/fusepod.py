@@ -4,14 +4,16 @@ The node service creates it pinned to its own node; the pod mounts FUSE at the s
 embedded mode would use, through a hostPath volume with Bidirectional propagation, so the mount is
 visible to the node service (and from there bind-mounted into application pods). ``env`` and
 ``host_paths`` are what the FUSE program needs beside its flags (its configuration; the stand-in's
-data directory); a host path is mounted at the same path. A pure function: the node service's
+data directory); a host path is mounted at the same path. ``resources`` and ``priority_class`` keep
+it from being the first pod the kubelet evicts or the kernel OOM-kills (the node service's defaults
+with the StorageClass's own: csi/model/fusepodparams.py). A pure function: the node service's
 FusePodManager sends what this returns.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kubectl_fluid.api import names
@@ -26,6 +28,8 @@ def fuse_pod(
     *,
     env: Sequence[tuple[str, str]] = (),
     host_paths: Sequence[str] = (),
+    resources: Mapping[str, Mapping[str, str]] | None = None,
+    priority_class: str | None = None,
 ) -> dict[str, Any]:
     key_dir = os.path.dirname(mnt_path)
     extra = [(f"host-{i}", path) for i, path in enumerate(host_paths)]
@@ -50,6 +54,7 @@ def fuse_pod(
             "terminationGracePeriodSeconds": 30,
             # Pods on a tainted node may still use a volume staged there.
             "tolerations": [{"operator": "Exists"}],
+            **({"priorityClassName": priority_class} if priority_class else {}),
             "containers": [
                 {
                     "name": names.FUSE_POD_CONTAINER,
@@ -60,6 +65,7 @@ def fuse_pod(
                     "imagePullPolicy": "IfNotPresent",
                     "command": argv,
                     "env": [{"name": name, "value": value} for name, value in env],
+                    **({"resources": {k: dict(v) for k, v in resources.items()}} if resources else {}),
                     # Root, as the node service: an image whose default user is not (the product's
                     # runs as 65532) could not mount FUSE at the key's directory.
                     "securityContext": {

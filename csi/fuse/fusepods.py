@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,7 @@ from csi.fuse.fusemanager import FuseError, _notify, broken, is_fuse_mount, serv
 from csi.fuse.fusepod import fuse_pod
 from csi.fuse.fuserunner import FuseHandle
 from csi.keyedthreads import DEFAULT_DEADLINE, KeyedThreads
+from csi.model.fusepodparams import PodSettings, pod_resources, priority_class
 from kubectl_fluid.api import names
 from kubectl_fluid.kube import http
 from kubectl_fluid.kube.resources import PODS
@@ -46,6 +47,7 @@ class FusePod:
     name: str
     argv: list[str]
     mnt_path: str
+    settings: PodSettings = ()
     stopping: bool = False
     restarts: int = 0
     watcher: asyncio.Task[None] | None = field(default=None, repr=False)
@@ -61,6 +63,8 @@ class FusePodManager:
         *,
         env: Sequence[tuple[str, str]] = (),
         host_paths: Sequence[str] = (),
+        resources: Mapping[str, Any] | None = None,
+        priority_class: str | None = None,
         poll: float = 0.5,
         start_timeout: float = 180.0,  # an image pull on a fresh node
         stop_timeout: float = 60.0,
@@ -68,6 +72,9 @@ class FusePodManager:
     ) -> None:
         self.node, self.connect, self.image = node, connect, image
         self.env, self.host_paths = tuple(env), tuple(host_paths)
+        # Every FUSE pod's resources and priority unless its StorageClass says otherwise.
+        self.resources: Mapping[str, Any] = resources or {}
+        self.priority_class = priority_class
         self.on_restart = on_restart
         self.poll, self.start_timeout, self.stop_timeout = poll, start_timeout, stop_timeout
         self.pods: dict[str, FusePod] = {}
@@ -89,10 +96,12 @@ class FusePodManager:
         pod = self.pods.get(key)
         return None if pod is None else FuseHandle(pod_name=pod.name)
 
-    async def launch(self, key: str, argv: list[str], mnt_path: str) -> FuseHandle:
+    async def launch(
+        self, key: str, argv: list[str], mnt_path: str, settings: PodSettings = ()
+    ) -> FuseHandle:
         if key in self.pods:
             return FuseHandle(pod_name=self.pods[key].name)
-        pod = FusePod(key, names.fuse_pod_name(self.node, key), argv, mnt_path)
+        pod = FusePod(key, names.fuse_pod_name(self.node, key), argv, mnt_path, settings)
         try:
             await self._launch(pod)
         except BaseException:
@@ -105,11 +114,13 @@ class FusePodManager:
         pod.watcher = asyncio.create_task(self._watch(pod))
         return FuseHandle(pod_name=pod.name)
 
-    async def takeover(self, key: str, argv: list[str], mnt_path: str, handle: FuseHandle) -> bool:
+    async def takeover(
+        self, key: str, argv: list[str], mnt_path: str, handle: FuseHandle, settings: PodSettings = ()
+    ) -> bool:
         if not handle.pod_name or not await serving(self.threads, key, mnt_path):
             self.threads.forget(key)
             return False
-        pod = FusePod(key, handle.pod_name, argv, mnt_path)
+        pod = FusePod(key, handle.pod_name, argv, mnt_path, settings)
         self.pods[key] = pod
         pod.watcher = asyncio.create_task(self._watch(pod))
         log.info("adopted FUSE pod", extra={"mount_key": key, "pod": pod.name})
@@ -147,9 +158,16 @@ class FusePodManager:
 
     # ------------------------------------------------------------------ pods
 
-    def pod_body(self, key: str, argv: list[str], mnt_path: str) -> dict[str, Any]:
-        """The FUSE pod of ``key`` as this manager creates it."""
-        return fuse_pod(self.node, key, argv, mnt_path, self.image, env=self.env, host_paths=self.host_paths)
+    def pod_body(
+        self, key: str, argv: list[str], mnt_path: str, settings: PodSettings = ()
+    ) -> dict[str, Any]:
+        """The FUSE pod of ``key`` as this manager creates it: the node's resources and priority with
+        what its StorageClass sets (``settings``)."""
+        return fuse_pod(
+            self.node, key, argv, mnt_path, self.image, env=self.env, host_paths=self.host_paths,
+            resources=pod_resources(self.resources, settings),
+            priority_class=priority_class(self.priority_class, settings),
+        )  # fmt: skip
 
     async def _launch(self, pod: FusePod) -> None:
         # Whatever is there but a serving FUSE (a dead one's remains, a stray bind) would hide the
@@ -157,7 +175,7 @@ class FusePodManager:
         if mounts.mounted_at(pod.mnt_path) and not await serving(self.threads, pod.key, pod.mnt_path):
             with contextlib.suppress(mounts.MountError):
                 mounts.unmount(pod.mnt_path, lazy=True)
-        await self._create(self.pod_body(pod.key, pod.argv, pod.mnt_path))
+        await self._create(self.pod_body(pod.key, pod.argv, pod.mnt_path, pod.settings))
         self.starts += 1
         deadline = time.monotonic() + self.start_timeout
         next_check = 0.0
@@ -215,6 +233,18 @@ class FusePodManager:
             await asyncio.sleep(0.2)
         log.warning("FUSE pod still terminating", extra={"pod": name})
 
+    async def _why_ended(self, name: str, wait: float = 2.0) -> str:
+        """Why the pod's container ended (``exit code 137: OOMKilled``), asked before the pod is
+        deleted and its status with it; the kubelet reports it a moment after the mount died, so
+        this waits up to ``wait`` seconds for it (empty if the container still runs)."""
+        api = await self._api()
+        deadline = time.monotonic() + wait
+        while True:
+            ended = _ended(await http.get(api, PODS.object_path(names.FLUID_NAMESPACE, name)))
+            if ended or time.monotonic() >= deadline:
+                return ended
+            await asyncio.sleep(0.2)
+
     async def _watch(self, pod: FusePod) -> None:
         while True:
             while is_fuse_mount(pod.mnt_path) and not await broken(self.threads, pod.key, pod.mnt_path):
@@ -222,8 +252,14 @@ class FusePodManager:
             if pod.stopping:
                 return
             pod.restarts += 1
-            log.warning("FUSE pod's mount died; replacing the pod", extra={"mount_key": pod.key})
             try:
+                why = await self._why_ended(pod.name)
+                log.warning(
+                    "FUSE pod %s's mount died (%s); replacing the pod",
+                    pod.name,
+                    why or "its container still runs",
+                    extra={"mount_key": pod.key, "pod": pod.name},
+                )
                 await self._delete(pod.name)
                 await self._launch(pod)
             except asyncio.CancelledError:

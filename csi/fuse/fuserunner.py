@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from csi.model.fusepodparams import PodSettings
+
 
 @dataclass(frozen=True)
 class FuseHandle:
@@ -27,13 +29,20 @@ class FuseRunner(Protocol):
 
     def handle(self, key: str) -> FuseHandle | None: ...
 
-    async def launch(self, key: str, argv: list[str], mnt_path: str) -> FuseHandle:
-        """Start FUSE for ``key`` and return once the kernel shows its mount at ``mnt_path``."""
+    async def launch(
+        self, key: str, argv: list[str], mnt_path: str, settings: PodSettings = ()
+    ) -> FuseHandle:
+        """Start FUSE for ``key`` and return once the kernel shows its mount at ``mnt_path``. ``settings``:
+        the StorageClass's resources and priority of a FUSE in a pod of its own (a FUSE in this
+        process's container shares its cgroup: there they change nothing)."""
         ...
 
-    async def takeover(self, key: str, argv: list[str], mnt_path: str, handle: FuseHandle) -> bool:
+    async def takeover(
+        self, key: str, argv: list[str], mnt_path: str, handle: FuseHandle, settings: PodSettings = ()
+    ) -> bool:
         """Watch a FUSE an earlier node service started; False if it is gone or not serving (one
-        that does not answer within a second is serving: its server lives)."""
+        that does not answer within a second is serving: its server lives). ``settings`` as for
+        ``launch``: what a replacement of it is made with."""
         ...
 
     async def stop(self, key: str) -> None: ...

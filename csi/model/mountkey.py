@@ -4,11 +4,13 @@ The key is the first 32 hex characters (128 bits) of the sha256 of one compact J
 
     ["fluid-mount-key/v1", master_addrs, fs_path, [[key, value], ...]]
 
-of the *normalised* parameters (csi/model/params.py), tuning pairs sorted by key. JSON quoting keeps the
-fields apart (no separator character can make two inputs collide); the version tag lets a future
-encoding change the key deliberately. Normalisation makes equivalent spellings share one FUSE; the
-tuning makes differently tuned volumes get their own. The key is stable across processes, hosts and
-Python versions (no ``hash()``), and as lower-case hex of 32 characters it is a valid label value.
+of the *normalised* parameters (csi/model/params.py), tuning pairs sorted by key, and, only where a
+volume sets them, the FUSE pod's settings as a fifth element (csi/model/fusepodparams.py). JSON
+quoting keeps the fields apart (no separator character can make two inputs collide); the version tag
+lets a future encoding change the key deliberately. Normalisation makes equivalent spellings share
+one FUSE; the tuning makes differently tuned volumes get their own. The key is stable across
+processes, hosts and Python versions (no ``hash()``), and as lower-case hex of 32 characters it is a
+valid label value.
 """
 
 from __future__ import annotations
@@ -25,11 +27,17 @@ _KEY_VERSION = "fluid-mount-key/v1"
 
 
 def mount_key(params: HasFuseParams) -> str:
-    encoded = json.dumps(
-        [_KEY_VERSION, params.master_addrs, params.fs_path, [list(pair) for pair in sorted(params.tuning)]],
-        separators=(",", ":"),
-        ensure_ascii=True,
-    )
+    fields: list[object] = [
+        _KEY_VERSION,
+        params.master_addrs,
+        params.fs_path,
+        [list(pair) for pair in sorted(params.tuning)],
+    ]
+    if params.pod:
+        # Only when given: a volume without FUSE pod settings keeps the key it always had (a node
+        # upgraded under staged volumes finds them by it).
+        fields.append([list(pair) for pair in sorted(params.pod)])
+    encoded = json.dumps(fields, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(encoded.encode()).hexdigest()[: names.MOUNT_KEY_LENGTH]
 
 

@@ -9,6 +9,8 @@ Accepted keys:
   curvine-fuse refuses (``congestion-threshold`` above ``max-background``...);
 - keys curvine-fuse dropped (``node-cache-size``): accepted and ignored with a warning, like the
   legacy keys, so a StorageClass written for the older CLI still provisions;
+- the standalone FUSE pod's resources and priority (``fuse-memory-limit``...: csi/model/fusepodparams.py),
+  kept as sorted ``(key, value)`` pairs in canonical form;
 - legacy keys (``mnt-path``, ``auto-cache``, ...): accepted so old StorageClasses keep working, and
   ignored with a warning, since mount paths are generated and the other keys no longer mean anything;
 - ``csi.storage.k8s.io/*``: Kubernetes' own (the provisioner passes secrets' names and PVC/PV names
@@ -31,6 +33,7 @@ from pydantic import BaseModel, ConfigDict
 from csi.model.addresses import EXPECTED, normalize_master_addrs
 from csi.model.errors import InvalidParameter
 from csi.model.fspaths import normalize_path, relative_to
+from csi.model.fusepodparams import POD_PARAMS, PodSettings, check_pod_settings, normalize_pod_param
 from csi.model.tuning import check_combination, normalize_tuning, tuning_name
 from kubectl_fluid.api import curvinefuse, names
 
@@ -44,7 +47,7 @@ _LEGACY_OLD_MASTER = (names.PARAM_MASTER_HOSTNAME, names.PARAM_MASTER_RPC_PORT)
 
 
 class HasFuseParams(Protocol):
-    """What decides a FUSE process: anything with these three (VolumeParams, FuseParams)."""
+    """What decides a FUSE process: anything with these (VolumeParams, FuseParams)."""
 
     @property
     def master_addrs(self) -> str: ...
@@ -52,6 +55,8 @@ class HasFuseParams(Protocol):
     def fs_path(self) -> str: ...
     @property
     def tuning(self) -> Tuning: ...
+    @property
+    def pod(self) -> PodSettings: ...
 
 
 class FuseParams(BaseModel):
@@ -63,6 +68,8 @@ class FuseParams(BaseModel):
     master_addrs: str
     fs_path: str
     tuning: Tuning = ()
+    # The standalone FUSE pod's resources and priority (a state file written before it has none).
+    pod: PodSettings = ()
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,7 @@ class VolumeParams:
     fs_path: str = names.DEFAULT_FS_PATH
     path_type: PathType = names.PATH_TYPE_DIRECTORY
     tuning: Tuning = ()
+    pod: PodSettings = ()
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     @property
@@ -87,13 +95,16 @@ class VolumeParams:
             names.PARAM_FS_PATH: self.fs_path,
             names.PARAM_PATH_TYPE: self.path_type,
             **dict(self.tuning),
+            **dict(self.pod),
         }
 
 
 def fuse_params(params: HasFuseParams) -> FuseParams:
     if isinstance(params, FuseParams):
         return params
-    return FuseParams(master_addrs=params.master_addrs, fs_path=params.fs_path, tuning=params.tuning)
+    return FuseParams(
+        master_addrs=params.master_addrs, fs_path=params.fs_path, tuning=params.tuning, pod=params.pod
+    )
 
 
 def parse_params(
@@ -108,6 +119,7 @@ def parse_params(
     fs_path: str = names.DEFAULT_FS_PATH
     path_type: PathType = names.PATH_TYPE_DIRECTORY
     tuning: dict[str, str] = {}
+    pod = dict(normalize_pod_param(key, raw[key]) for key in sorted(raw) if key in POD_PARAMS)
     given_as: dict[str, str] = {}  # tuning name -> the key it was given under
     warnings: list[str] = []
     for key in sorted(raw):
@@ -130,7 +142,9 @@ def parse_params(
                 tuning[pair[0]] = pair[1]
         elif key in names.LEGACY_PARAMS or key in curvinefuse.FUSE_DROPPED_PARAMS:
             warnings.append(_legacy_warning(key))
-        elif key in context_keys or any(key.startswith(prefix) for prefix in ignored_prefixes):
+        elif key in (*POD_PARAMS, *context_keys) or any(
+            key.startswith(prefix) for prefix in ignored_prefixes
+        ):
             continue
         elif key in DRIVER_CONTEXT_KEYS:
             raise InvalidParameter(
@@ -141,11 +155,13 @@ def parse_params(
     if master_addrs is None:
         raise InvalidParameter(names.PARAM_MASTER_ADDRS, _missing_master_message(raw))
     check_combination(tuning)
+    check_pod_settings(pod)
     return VolumeParams(
         master_addrs=master_addrs,
         fs_path=fs_path,
         path_type=path_type,
         tuning=tuple(sorted(tuning.items())),
+        pod=tuple(sorted(pod.items())),
         warnings=tuple(warnings),
     )
 
@@ -191,7 +207,7 @@ def _unknown(key: str) -> str:
 _SUPPORTED = (
     f"supported are {names.PARAM_MASTER_ADDRS}, {names.PARAM_FS_PATH}, {names.PARAM_PATH_TYPE}, "
     "curvine-fuse's tuning flags by their long names (curvine-fuse --help: io-threads, entry-timeout-ms, "
-    "client.block-size, ...), the older keys "
+    f"client.block-size, ...), the FUSE pod's {', '.join(POD_PARAMS)}, the older keys "
     f"{', '.join([*curvinefuse.FUSE_RENAMED_PARAMS, *curvinefuse.FUSE_SECONDS_PARAMS])}, and the legacy keys "
     f"{', '.join([*names.LEGACY_PARAMS, *curvinefuse.FUSE_DROPPED_PARAMS])}"
 )

@@ -170,7 +170,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
 
     async def _takeover(self, entry: st.MountEntry) -> bool:
         known = FuseHandle(pid=entry.pid, pod_name=entry.pod_name, start_time=entry.pid_start_time)
-        return await self.fuse.takeover(entry.key, self._argv(entry), entry.mnt_path, known)
+        return await self.fuse.takeover(entry.key, self._argv(entry), entry.mnt_path, known, entry.params.pod)
 
     async def _launch(self, entry: st.MountEntry) -> None:
         argv = self._argv(entry)
@@ -184,7 +184,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                     f"({entry.params.master_addrs}, {entry.params.fs_path}): {refused}; fix the "
                     "StorageClass's tuning parameters or the node's --fuse-config"
                 )
-        handle = await self.fuse.launch(entry.key, argv, entry.mnt_path)
+        handle = await self.fuse.launch(entry.key, argv, entry.mnt_path, entry.params.pod)
         self._save(_record_process(self.state, entry.key, handle))
 
     def _on_fuse_restart(self, key: str) -> None:

@@ -188,6 +188,12 @@ LEGACY_PARAMS: Final = (
 )
 # Volume context keys the driver itself writes (CreateVolume) next to the parameters.
 PARAM_VOLUME_HANDLE: Final = "volume-handle"
+# The standalone FUSE pod's resources and priority, per StorageClass (csi/model/fusepodparams.py).
+PARAM_FUSE_CPU_REQUEST: Final = "fuse-cpu-request"
+PARAM_FUSE_CPU_LIMIT: Final = "fuse-cpu-limit"
+PARAM_FUSE_MEMORY_REQUEST: Final = "fuse-memory-request"
+PARAM_FUSE_MEMORY_LIMIT: Final = "fuse-memory-limit"
+PARAM_FUSE_PRIORITY_CLASS: Final = "fuse-priority-class-name"
 # Keys under these prefixes belong to Kubernetes, not to the StorageClass author: the provisioner
 # adds ``csi.storage.k8s.io/*`` (secrets, fstype, pvc/pv names) to parameters and kubelet adds them
 # to the publish context (pod info); the provisioner stamps ``storage.kubernetes.io/*`` into a PV's

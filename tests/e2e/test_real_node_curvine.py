@@ -83,37 +83,42 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
         yield Bed(cluster, layout, curvine_image.name(version), node)
 
 
-def static_volume(bed: Bed) -> list[dict[str, Any]]:
+def static_volume(
+    bed: Bed, claim: str = CLAIM, directory: str = DIRECTORY, **attributes: str
+) -> list[dict[str, Any]]:
+    """A PV of ``directory`` in the test's Curvine and its claim; ``attributes`` join its volume
+    attributes (a static PV's are its StorageClass parameters)."""
     csi = {
         "driver": names.CSI_DRIVER,
-        "volumeHandle": CLAIM,
+        "volumeHandle": claim,
         "volumeAttributes": {
             names.PARAM_MASTER_ADDRS: bed.layout.master_addrs(),
-            names.PARAM_CURVINE_PATH: DIRECTORY,
+            names.PARAM_CURVINE_PATH: directory,
+            **attributes,
         },
     }
     return [
         {
             "apiVersion": "v1",
             "kind": "PersistentVolume",
-            "metadata": {"name": CLAIM},
+            "metadata": {"name": claim},
             "spec": {
                 "capacity": {"storage": "1Gi"},
                 "accessModes": ["ReadWriteMany"],
                 "persistentVolumeReclaimPolicy": "Retain",
                 "storageClassName": "",
-                "claimRef": {"namespace": APPS, "name": CLAIM},
+                "claimRef": {"namespace": APPS, "name": claim},
                 "csi": csi,
             },
         },
         {
             "apiVersion": "v1",
             "kind": "PersistentVolumeClaim",
-            "metadata": {"name": CLAIM, "namespace": APPS},
+            "metadata": {"name": claim, "namespace": APPS},
             "spec": {
                 "accessModes": ["ReadWriteMany"],
                 "storageClassName": "",
-                "volumeName": CLAIM,
+                "volumeName": claim,
                 "resources": {"requests": {"storage": "1Gi"}},
             },
         },
@@ -248,6 +253,76 @@ def test_after_a_master_restart_the_pods_read_again_or_the_fusemount_says_broken
     if said == "served again":
         both_read(bed, "after the master's restart")
     assert fuse_processes(bed.node, bed.key) == [pid], "the FUSE was replaced, not recovered"
+
+
+OOM_CLAIM = "curvine-small-fuse"
+# Under what curvine-fuse holds while eight writers stream into it (60-75 MiB measured with four),
+# above what it needs idle (16-22 MiB): its volume's writers, not its start, take it over the limit.
+OOM_LIMIT = "48Mi"
+
+
+def test_a_fuse_oom_killed_under_its_storageclass_limit_is_replaced_and_the_pods_read_again(
+    bed: Bed, tmp_path: Path
+) -> None:
+    """A StorageClass's fuse-memory-limit reaches the FUSE pod (with the install's priority class);
+    writers push the real curvine-fuse over it, the kernel OOM-kills it, the node service says why
+    and replaces the pod, and both running pods read their volume again without a restart."""
+    directory = "/small-fuse"
+    with curvinecluster.mounted(bed.layout, "/", tmp_path / "root"):
+        (tmp_path / "root" / directory.lstrip("/")).mkdir(exist_ok=True)
+    limit = {names.PARAM_FUSE_MEMORY_LIMIT: OOM_LIMIT}
+    apply(bed, *static_volume(bed, OOM_CLAIM, directory, **limit))
+    pods = ("small-writer", "small-reader")
+    apply(bed, *(app_pod(name, OOM_CLAIM) for name in pods))
+    try:
+        for name in pods:
+            eventually(lambda n=name: ready(get(bed.kc, "-n", APPS, "pod", n)), f"pod {name} Running", 240)  # type: ignore[misc]
+        [fuse] = [p for p in fuse_pods(bed) if p["metadata"]["labels"][names.LABEL_MOUNT_KEY] != bed.key]
+        [container] = fuse["spec"]["containers"]
+        assert container["resources"]["limits"]["memory"] == OOM_LIMIT
+        assert container["resources"]["requests"]["memory"] == OOM_LIMIT  # the default request, capped
+        assert fuse["spec"]["priorityClassName"] == "system-node-critical"
+        assert fuse["status"]["qosClass"] == "Burstable"
+        sh(bed, "small-writer", "echo before-the-oom > /data/kept")
+
+        t0 = time.monotonic()
+        # Eight writers at once; they fail (EIO, ENOTCONN) once the FUSE is killed, as they must.
+        one = "dd if=/dev/zero of=/data/big$i bs=1M count=256 2>/dev/null"
+        writers = f"for i in 1 2 3 4 5 6 7 8; do {one} & done; wait"
+        sh_quiet(bed, "small-writer", writers)
+
+        def replaced() -> dict[str, Any] | None:
+            now = [p for p in fuse_pods(bed) if p["metadata"]["name"] == fuse["metadata"]["name"]]
+            fresh = [p for p in now if p["metadata"]["uid"] != fuse["metadata"]["uid"]]
+            return fresh[0] if fresh and fresh[0]["status"].get("phase") == "Running" else None
+
+        eventually(replaced, "the OOM-killed FUSE pod replaced by the node service", timeout=120)
+        node_log = kubectl(
+            bed.kc, "-n", SYSTEM, "logs", "-l", "app.kubernetes.io/name=fluid-csi-node", "--tail=-1"
+        )
+        said = [
+            line
+            for line in node_log.splitlines()
+            if fuse["metadata"]["name"] in line and "mount died" in line
+        ]
+        assert said, node_log[-3000:]
+        assert "OOMKilled" in said[0], said
+        for name in pods:
+            eventually(
+                lambda n=name: sh_quiet(bed, n, "cat /data/kept").strip() == "before-the-oom",  # type: ignore[misc]
+                f"{name} reading its volume again after the OOM kill",
+                timeout=120,
+            )
+        bed.figures["FUSE OOM-killed under its limit to both pods reading again"] = time.monotonic() - t0
+        restarts = {
+            get(bed.kc, "-n", APPS, "pod", n)["status"]["containerStatuses"][0]["restartCount"] for n in pods
+        }
+        assert restarts == {0}
+    finally:
+        kubectl(bed.kc, "-n", APPS, "delete", "pod", *pods, "--ignore-not-found", "--wait=true")
+        kubectl(bed.kc, "-n", APPS, "delete", "pvc", OOM_CLAIM, "--ignore-not-found", "--wait=true")
+        kubectl(bed.kc, "delete", "pv", OOM_CLAIM, "--ignore-not-found", "--wait=true")
+    eventually(lambda: len(fuse_pods(bed)) == 1, "the small FUSE's pod gone with its volume", timeout=120)
 
 
 def test_both_pods_deleted_the_fuse_pod_goes_and_nothing_of_the_volume_stays_mounted(bed: Bed) -> None:

@@ -259,6 +259,8 @@ def test_values_land_where_they_say(tmp_path: Path) -> None:
                 "image": "mirror.example/curvine:1",
                 "binary": "/usr/local/bin/curvine-fuse",
                 "settings": "[fuse]\nenable_splice = true\n",
+                "resources": {"limits": {"memory": "512Mi"}, "requests": None},
+                "priorityClassName": "fuse-critical",
             },
             "node": {
                 "mountMode": "embedded",
@@ -292,7 +294,8 @@ def test_values_land_where_they_say(tmp_path: Path) -> None:
     node = container(docs, "DaemonSet", "fluid-csi-node")
     assert node["resources"] == {"limits": {"memory": "1Gi"}}
     for arg in ("--mount-mode=embedded", "--fuse-binary=/usr/local/bin/curvine-fuse",
-                "--fuse-image=mirror.example/curvine:1"):  # fmt: skip
+                "--fuse-image=mirror.example/curvine:1", '--fuse-resources={"limits":{"memory":"512Mi"}}',
+                "--fuse-priority-class-name=fuse-critical"):  # fmt: skip
         assert arg in node["args"]
     assert (
         container(docs, "Deployment", "fluid-csi-controller", 1)["image"]

@@ -846,6 +846,12 @@ def test_csi_node_runs_curvines_own_fuse_in_standalone_pods() -> None:
     assert not args.fuse_host_path
     assert not args.fuse_env
     assert host_path_at_same_path(body["spec"], fuse, mnt)["mountPropagation"] == "Bidirectional"
+    # Not BestEffort, and above ordinary pods: the kubelet would evict it (and the kernel OOM-kill
+    # it) first, taking every volume of its key on the node with it.
+    assert fuse["resources"]["requests"]["memory"]
+    assert fuse["resources"]["requests"]["cpu"]
+    assert fuse["resources"]["limits"]["memory"]
+    assert body["spec"]["priorityClassName"] == "system-node-critical"
     # The node service has the same program (validate-config, embedded mode) and the settings.
     copied_fuse_binary(pod, node, args.fuse_binary)
     fuse_settings(pod, node, args.fuse_config)
