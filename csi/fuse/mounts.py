@@ -1,8 +1,10 @@
-"""The kernel's mount table and the mount operations the node service needs (bind, read-only
-remount, unmount), made as mount(2)/umount2(2) system calls: no process, no shell."""
+"""The kernel's mount table and the mount operations the node service needs (bind, read-only bind,
+unmount), made as system calls (mount(2), umount2(2), and open_tree/mount_setattr/move_mount for a
+read-only bind): no process, no shell."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import os
@@ -107,6 +109,7 @@ class MountError(Exception):
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p]
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+_libc.syscall.restype = ctypes.c_long
 MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
@@ -116,6 +119,23 @@ MS_PRIVATE = 1 << 18
 MNT_DETACH = 2
 # statvfs's ST_* flags have the values of mount(2)'s MS_* ones.
 KEPT_FLAGS = os.ST_NOSUID | os.ST_NODEV | os.ST_NOEXEC | os.ST_NOATIME | os.ST_NODIRATIME | os.ST_RELATIME
+# The mount API of Linux 5.12 (include/uapi/linux/mount.h); the numbers are the same on every
+# architecture.
+SYS_OPEN_TREE, SYS_MOVE_MOUNT, SYS_MOUNT_SETATTR = 428, 429, 442
+OPEN_TREE_CLONE = 1
+AT_FDCWD = -100
+AT_EMPTY_PATH = 0x1000
+MOVE_MOUNT_F_EMPTY_PATH = 0x4
+MOUNT_ATTR_RDONLY = 0x1
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    ]
 
 
 def _check(result: int, what: str) -> None:
@@ -125,20 +145,70 @@ def _check(result: int, what: str) -> None:
 
 
 def bind(source: str | os.PathLike[str], target: str | os.PathLike[str], readonly: bool = False) -> None:
-    """Bind ``source`` at ``target``; read-only needs a second, remounting call (a kernel rule)."""
+    """Bind ``source`` at ``target``. Read-only, it is read-only in every mount namespace that gets a
+    copy of it too (kubelet's, and through it the pod's): the mount is made read-only before it is
+    attached. A remount's read-only flag would stay in the namespace that remounted: bound from the
+    node service's container, kubelet's copy of the target was read-write."""
+    if readonly:
+        _bind_read_only(source, target)
+        return
     src, tgt = os.fsencode(source), os.fsencode(target)
     _check(_libc.mount(src, tgt, None, MS_BIND, None), f"mount --bind {source} {target}")
-    if readonly:
+
+
+def _bind_read_only(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
+    """A clone of the mount at ``source``, detached (open_tree), made read-only (mount_setattr, which
+    keeps its other flags: nosuid, nodev...), then attached at ``target`` (move_mount): its copies in
+    other namespaces are clones of it, read-only from the start."""
+    what = f"mount --bind -o ro {source} {target}"
+    tree = _libc.syscall(SYS_OPEN_TREE, AT_FDCWD, os.fsencode(source), OPEN_TREE_CLONE | os.O_CLOEXEC)
+    if tree < 0:
+        if ctypes.get_errno() == errno.ENOSYS:
+            _bind_by_remount(source, target)  # a kernel before 5.12
+            return
+        _check(-1, what)
+    try:
+        attr = _MountAttr(attr_set=MOUNT_ATTR_RDONLY)
+        _check(
+            _libc.syscall(
+                SYS_MOUNT_SETATTR, tree, b"", AT_EMPTY_PATH, ctypes.byref(attr), ctypes.sizeof(attr)
+            ),
+            what,
+        )
+        tgt = os.fsencode(target)
+        _check(_libc.syscall(SYS_MOVE_MOUNT, tree, b"", AT_FDCWD, tgt, MOVE_MOUNT_F_EMPTY_PATH), what)
+    finally:
+        os.close(tree)  # a tree never attached goes with its descriptor
+
+
+def _bind_by_remount(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
+    """The same without the new mount API: bound first at a scratch point beside ``source`` and
+    remounted read-only there (keeping the flags the bind got from its source, nosuid, nodev...:
+    a bind remount sets exactly the flags it is given, and in a user namespace, where they are
+    locked, it is refused without them), then bound from there: a bind copies the read-only flag of
+    the mount it is made from, to ``target`` and to each copy of it."""
+    scratch = f"{os.fspath(source).rstrip('/')}.ro-bind"
+    os.makedirs(scratch, exist_ok=True)
+    try:
+        _check(
+            _libc.mount(os.fsencode(source), scratch.encode(), None, MS_BIND, None),
+            f"mount --bind {source} {scratch}",
+        )
         try:
-            # A bind remount sets the per-mount flags to exactly these: keep the ones the bind got
-            # from its source (nosuid, nodev... of the FUSE mount), or they would be silently lost (and
-            # in a user namespace, where they are locked, the call refused).
-            kept = os.statvfs(tgt).f_flag & KEPT_FLAGS
+            kept = os.statvfs(scratch).f_flag & KEPT_FLAGS
             flags = MS_REMOUNT | MS_BIND | MS_RDONLY | kept
-            _check(_libc.mount(None, tgt, None, flags, None), f"mount -o remount,bind,ro {target}")
-        except MountError:
-            unmount(target)
-            raise
+            _check(
+                _libc.mount(None, scratch.encode(), None, flags, None), f"mount -o remount,bind,ro {scratch}"
+            )
+            _check(
+                _libc.mount(scratch.encode(), os.fsencode(target), None, MS_BIND, None),
+                f"mount --bind {scratch} {target}",
+            )
+        finally:
+            unmount(scratch, lazy=True)
+    finally:
+        with contextlib.suppress(OSError):
+            os.rmdir(scratch)
 
 
 def make_private(target: str | os.PathLike[str]) -> None:
