@@ -9,7 +9,8 @@ replaced while the pods keep running; ``kubectl fluid mounts`` shows the node's 
 each pod's target; deleting one pod leaves the other's volume whole; deleting both stops the FUSE and
 leaves nothing of the mount key mounted, on the host or in the node's own mount namespace. Then what
 the driver refuses (a clientless dataset's PV, a symlink at a volume's directory): the pod's Events
-say why, and nothing is mounted or started.
+say why, and nothing is mounted or started. Last, a ReadOnlyMany claim: read-only at its target on
+the node, and (an expected failure, the test says why) in its pod.
 
 The tests run in order on one cluster (module fixture); each one's state is the next one's start."""
 
@@ -364,9 +365,9 @@ def failed_mount(bed: Bed, pod: str) -> str:
     return next((str(e["message"]) for e in events if e["reason"] == "FailedMount"), "")
 
 
-def static_claim(bed: Bed, name: str, **attrs: str) -> None:
+def static_claim(bed: Bed, name: str, access: str = "ReadWriteMany", **attrs: str) -> None:
     """A static PV ``name`` of the driver on the Dataset's masters (no fs-path: the cache's root), its
-    directory ``/{name}``, with ``attrs``; and its claim ``name``."""
+    directory ``/{name}``, with ``attrs``; and its claim ``name``, both of access mode ``access``."""
     dataset_pv = kget(bed, "pv", names.dataset_pv(APPS, DATASET))
     masters = dataset_pv["spec"]["csi"]["volumeAttributes"][names.PARAM_MASTER_ADDRS]
     attributes = {names.PARAM_MASTER_ADDRS: masters, names.PARAM_CURVINE_PATH: f"/{name}", **attrs}
@@ -376,7 +377,7 @@ def static_claim(bed: Bed, name: str, **attrs: str) -> None:
         "metadata": {"name": name},
         "spec": {
             "capacity": {"storage": "1Gi"},
-            "accessModes": ["ReadWriteMany"],
+            "accessModes": [access],
             "storageClassName": "",
             "claimRef": {"namespace": APPS, "name": name},
             "csi": {"driver": names.CSI_DRIVER, "volumeHandle": name, "volumeAttributes": attributes},
@@ -387,7 +388,7 @@ def static_claim(bed: Bed, name: str, **attrs: str) -> None:
         "kind": "PersistentVolumeClaim",
         "metadata": {"name": name, "namespace": APPS},
         "spec": {
-            "accessModes": ["ReadWriteMany"],
+            "accessModes": [access],
             "storageClassName": "",
             "volumeName": name,
             "resources": {"requests": {"storage": "1Gi"}},
@@ -425,12 +426,17 @@ def test_a_clientless_datasets_pv_is_refused_and_the_pod_says_why(bed: Bed) -> N
         delete_claim(bed, name)
 
 
-def test_a_symlink_at_a_volumes_directory_is_refused_and_the_pod_says_where(bed: Bed) -> None:
-    name = "linked"
+def standin_cluster(bed: Bed) -> Path:
+    """The stand-in's Curvine cluster of the Dataset's masters, in the node's own directory."""
     masters = kget(bed, "pv", names.dataset_pv(APPS, DATASET))["spec"]["csi"]["volumeAttributes"][
         names.PARAM_MASTER_ADDRS
     ]
-    cluster = bed.node.root / "curvine-standin" / names.cluster_id(masters)
+    return bed.node.root / "curvine-standin" / names.cluster_id(masters)
+
+
+def test_a_symlink_at_a_volumes_directory_is_refused_and_the_pod_says_where(bed: Bed) -> None:
+    name = "linked"
+    cluster = standin_cluster(bed)
     # A tenant replaced a volume's directory in the cache with a link to a directory of the node.
     secrets = bed.node.root / "host-secrets"
     secrets.mkdir(exist_ok=True)
@@ -452,3 +458,44 @@ def test_a_symlink_at_a_volumes_directory_is_refused_and_the_pod_says_where(bed:
         (cluster / name).unlink()
     eventually(lambda: fuse_pods(bed) == [], "no FUSE pod left once the pod is gone", timeout=90)
     eventually(lambda: not fuse_processes(bed.node), "no FUSE program left once the pod is gone", timeout=30)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the target is read-only on the node (its mount options say ro), but runc (1.5.3 here) binds it "
+    "into the container read-write: containerd asks for rw when the pod's volumeMount is not readOnly, and "
+    "runc clears the flag on its own bind. Enforcing it in the pod needs the pod's readOnly (kubelet then "
+    "asks for ro) or a FUSE mounted read-only for reader-only volumes (issue 27 item 3, reported)",
+)
+def test_a_read_only_many_claim_is_mounted_read_only_in_the_pod(bed: Bed) -> None:
+    # kubelet publishes a ReadOnlyMany claim with readonly=false unless the pod says readOnly (this
+    # one does not): the access mode alone must keep a reader from writing the shared data.
+    name = "reader-only"
+    before = {p["metadata"]["uid"] for p in fuse_pods(bed)}
+    shared = standin_cluster(bed) / name
+    shared.mkdir(parents=True, exist_ok=True)
+    (shared / "shared").write_text("the dataset\n")
+    static_claim(bed, name, access="ReadOnlyMany")
+    try:
+        kubectl(bed.kc, "apply", "-f", "-", stdin=json.dumps(app_pod(name, name)))
+        eventually(
+            lambda: ready(kget(bed, "-n", APPS, "pod", name)), "the pod Running with its volume", timeout=180
+        )
+        assert sh(bed, name, "cat /data/shared").strip() == "the dataset"
+        uid = pod_uid(bed, name)
+        with open("/proc/self/mountinfo") as table:
+            # The target's per-mount options on the node: what the driver made.
+            [target] = [line.split()[5] for line in table if uid in line and "kubernetes.io~csi" in line]
+        assert "ro" in target.split(","), target
+        seen = sh(bed, name, "grep ' /data ' /proc/self/mounts")
+        tried = sh(bed, name, "(echo overwritten > /data/shared) 2>&1; (echo x > /data/new) 2>&1; true")
+        assert tried.count("Read-only file system") == 2, (tried, seen)
+        assert (shared / "shared").read_text() == "the dataset\n"
+        assert not (shared / "new").exists()
+    finally:
+        delete_claim(bed, name)
+    eventually(
+        lambda: {p["metadata"]["uid"] for p in fuse_pods(bed)} == before,
+        "its FUSE pod gone once the pod is",
+        timeout=90,
+    )
