@@ -43,9 +43,10 @@ def provisioner_image() -> str:
     raise SystemExit(f"error: no csi-provisioner container in {PROVISIONER_MANIFEST}")
 
 
-def curvine_image() -> Path:
-    """Curvine's image (hack/images/curvine.py) from the test peer's binaries: the default install's
-    FUSE runs it, so a user's cluster cannot do without it."""
+def curvine_image() -> Callable[[], Path]:
+    """What builds Curvine's image (hack/images/curvine.py) from the test peer's binaries: the default
+    install's FUSE runs it, so a user's cluster cannot do without it. The binaries are looked for now,
+    so that a machine without them is told so before a cluster is started."""
     from images import curvine
     from localcluster.peers import curvinebins
 
@@ -55,7 +56,7 @@ def curvine_image() -> Path:
         raise SystemExit(
             f"error: Curvine's image, which the default install runs, cannot be built: {err}"
         ) from None
-    return curvine.build(bins, curvinebins.version())
+    return lambda: curvine.build(bins, curvinebins.version())
 
 
 def refuse_other_shape(state_dir: Path) -> None:
@@ -74,6 +75,7 @@ def up(state_dir: Path, images: Iterable[Callable[[], Path]] = ()) -> Cluster:
     from images import product
 
     refuse_other_shape(state_dir)
+    curvine = curvine_image()
     cluster = lifecycle.up(state_dir, 0, None)  # no kwok node: every pod lands on the real one
     (state_dir / MARKER).touch()
     [node] = realnodes.ensure(cluster, 1, tainted=False)
@@ -83,7 +85,7 @@ def up(state_dir: Path, images: Iterable[Callable[[], Path]] = ()) -> Cluster:
     provisioner = node.root / "images" / "csi-provisioner.tar"
     if not provisioner.exists():  # the node's own folder: written once per node, so imported once
         oci.binary_image(Path(cluster.bin_dir) / "csi-provisioner", provisioner_image(), provisioner)
-    for archive in (product.build(), curvine_image(), provisioner, *(build() for build in images)):
+    for archive in (product.build(), curvine(), provisioner, *(build() for build in images)):
         t0 = time.monotonic()
         if not realnodes.import_archive_once(bins, node, archive):
             continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -126,3 +127,20 @@ def test_a_cluster_without_kwok_nodes_runs_and_builds_no_kwok(tmp_path: Path) ->
     refused = subprocess.run(["bash", str(script), "nonsense"], capture_output=True, text=True, check=False)
     assert refused.returncode == 2
     assert "unknown mode 'nonsense'" in refused.stderr
+
+
+def test_a_users_cluster_without_curvines_binaries_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    """make demo's cluster runs the default install, whose FUSE is Curvine's image: without the
+    binaries it is built from, one error line says where to put them, and no cluster is started."""
+    hack = Path(__file__).resolve().parents[2] / "hack"
+    env = {**os.environ, "CURVINE_PEER_DIR": str(tmp_path / "no-peer"), "KUBECTL_FLUID_CACHE": str(tmp_path)}
+    env["PYTHONPATH"] = os.pathsep.join([str(hack), str(hack.parent)])
+    run = subprocess.run(
+        [sys.executable, "-m", "localcluster.userscluster", "--state-dir", str(tmp_path / "state")],
+        env=env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert run.returncode != 0
+    [line] = run.stderr.strip().splitlines()
+    assert line.startswith("error: Curvine's image, which the default install runs, cannot be built:"), line
+    assert "CURVINE_PEER_DIR" in line
+    assert localcluster.Cluster.load(tmp_path / "state") is None
