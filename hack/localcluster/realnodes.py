@@ -664,10 +664,18 @@ def _stop_namespace(namespace: str | None) -> None:
 
 
 def namespace_mounts(cluster: Cluster, node: RealNode) -> list[str]:
-    """The mount points of the node's own namespace (containerd's), for checks that nothing is left."""
+    """The mount points of the node's own namespace (containerd's), for checks that nothing is left.
+    Another node's folder is left out: the host's mounts propagate into this namespace, so another
+    cluster's node on this host (make demo beside make test) shows its pods' volumes here too."""
     [containerd] = [p for p in cluster.procs if p.name == f"containerd-{node.name}"]
     with open(f"/proc/{containerd.pid}/mountinfo") as table:
-        return [nodeview.unescape(line.split()[4]) for line in table]
+        return own_points([nodeview.unescape(line.split()[4]) for line in table], node.dir)
+
+
+def own_points(points: list[str], node_dir: str) -> list[str]:
+    """``points`` but those in another node's folder under DATA_DIR."""
+    elsewhere = {p for p in points if p.startswith(f"{DATA_DIR}/") and not f"{p}/".startswith(f"{node_dir}/")}
+    return [p for p in points if p not in elsewhere]
 
 
 def _make_bridge(node: RealNode) -> None:

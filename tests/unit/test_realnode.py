@@ -329,3 +329,17 @@ def test_make_up_starts_one_real_node_unless_told_otherwise(
         monkeypatch.setenv("LOCALCLUSTER_REAL_NODES", env)
     assert cli.main(["up", "--state-dir", str(tmp_path), *argv]) == 0
     assert seen == [expected]
+
+
+def test_a_nodes_mounts_leave_out_another_nodes_folder() -> None:
+    """The host's mounts propagate into a node's namespace: another cluster's node (make demo beside
+    make test) must not count as what this node left mounted."""
+    mine = "/var/lib/kubectl-fluid/aaaaaa-0"
+    points = [
+        "/",
+        "/var/lib/kubelet/pods/u1/volumes/kubernetes.io~csi/pv/mount",
+        f"{mine}/kubelet/pods/u1/volumes/kubernetes.io~csi/pv/mount",
+        "/var/lib/kubectl-fluid/bbbbbb-0/kubelet/pods/u2/volumes/kubernetes.io~csi/pv/mount",
+        "/var/lib/kubectl-fluid/aaaaaa-01/kubelet",
+    ]
+    assert realnodes.own_points(points, mine) == points[:3]
