@@ -23,7 +23,7 @@ from typing import NamedTuple
 from csi.model.errors import ClientlessVolume, InvalidParameter
 from csi.model.fspaths import join, normalize_path
 from csi.model.params import DRIVER_CONTEXT_KEYS, VolumeParams, normalize_curvine_path, parse_params
-from kubectl_fluid.api import names
+from kubectl_fluid.api import curvinefuse, names
 
 # The CSI request field a new volume's name comes from; it names the problem in errors.
 NAME_FIELD = "name"
@@ -130,6 +130,16 @@ def clientless_message(context: Mapping[str, str]) -> str:
         f"the PVC from the pod and give the pod the label {label} and the annotation "
         f"{names.ANNOTATION_DATASET}: {dataset or '<dataset>'} to get its runtime config injected"
     )
+
+
+def reader_only_context(context: Mapping[str, str]) -> dict[str, str]:
+    """The context of a volume staged with a reader-only access mode (ReadOnlyMany, a Dataset's
+    default): its FUSE mounted read-only (curvine-fuse ``--readonly``, MS_RDONLY on the mount), a
+    FUSE of its own (the tuning is part of the mount key). Read-only binds alone do not hold: a
+    container runtime binds the target into the container afresh and, unless the pod's volumeMount
+    says readOnly, clears the bind's read-only flag (runc 1.5 does); a read-only superblock it
+    cannot clear."""
+    return {**context, curvinefuse.PARAM_READONLY: "true"}
 
 
 def parse_volume_context(context: Mapping[str, str]) -> ContextVolume:

@@ -62,7 +62,7 @@ from csi.keyedthreads import DEFAULT_DEADLINE, Stuck
 from csi.model.errors import FuseUnavailable, StateConflict
 from csi.model.fusecmd import fuse_argv
 from csi.model.mountkey import fuse_mount_dir, mount_key, volume_dir, volume_source, volumes_dir
-from csi.model.volumes import ContextVolume, parse_volume_context
+from csi.model.volumes import ContextVolume, parse_volume_context, reader_only_context
 from csi.node import state as st
 from csi.node import statefile
 from csi.proto import csi_pb2, csi_pb2_grpc
@@ -459,7 +459,10 @@ class NodeService(csi_pb2_grpc.NodeServicer):
     ) -> csi_pb2.NodeStageVolumeResponse:
         _require(request, "volume_id", "staging_target_path", "volume_capability")
         volume_id, staging = request.volume_id, request.staging_target_path
-        volume = parse_volume_context(dict(request.volume_context))
+        attributes = dict(request.volume_context)
+        if reader_only(request.volume_capability):
+            attributes = reader_only_context(attributes)  # a read-only FUSE: see there why
+        volume = parse_volume_context(attributes)
         key = mount_key(volume.params)
         await self._call(key, lambda: self._stage(key, volume, volume_id, staging))
         await self._durable()

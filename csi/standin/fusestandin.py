@@ -24,7 +24,8 @@ under ``a/``, as two Curvine clients of one cluster would.
 Tuning flags: ``--entry-timeout-ms``, ``--attr-timeout-ms`` and ``--negative-timeout-ms`` become the
 kernel's cache timeouts and default to 0 here (curvine-fuse's own defaults are 1000, 1000 and 0),
 so that several mounts of one tree, and writes made straight into the backing directory, are seen
-at once; ``--direct-io true`` turns on direct I/O. Switches must be ``true`` or ``false``, as clap
+at once; ``--direct-io true`` turns on direct I/O; ``--readonly`` mounts read-only, as curvine-fuse
+does (MS_RDONLY). Switches must be ``true`` or ``false``, as clap
 takes them. The others are checked for presence only and otherwise ignored: they tune Curvine's
 client, which this is not.
 
@@ -274,6 +275,10 @@ def fuse_options(opts: Options, libfuse_major: int = 3) -> dict[str, object]:
         )
     if _parse_bool("direct-io", opts.tuning.get("direct-io", "false")):
         options["direct_io"] = True
+    if cf.PARAM_READONLY in opts.tuning:
+        # As curvine-fuse --readonly: the whole mount (its superblock) read-only, so no bind of it,
+        # however a container runtime remounts its own, can write.
+        options["ro"] = True
     if libfuse_major >= 3:
         # libfuse 3.14 warns "Ignoring invalid max threads value 4294967295" on every start unless
         # this is set; 10 is the value it documents as the default anyway.

@@ -460,16 +460,11 @@ def test_a_symlink_at_a_volumes_directory_is_refused_and_the_pod_says_where(bed:
     eventually(lambda: not fuse_processes(bed.node), "no FUSE program left once the pod is gone", timeout=30)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the target is read-only on the node (its mount options say ro), but runc (1.5.3 here) binds it "
-    "into the container read-write: containerd asks for rw when the pod's volumeMount is not readOnly, and "
-    "runc clears the flag on its own bind. Enforcing it in the pod needs the pod's readOnly (kubelet then "
-    "asks for ro) or a FUSE mounted read-only for reader-only volumes (issue 27 item 3, reported)",
-)
 def test_a_read_only_many_claim_is_mounted_read_only_in_the_pod(bed: Bed) -> None:
     # kubelet publishes a ReadOnlyMany claim with readonly=false unless the pod says readOnly (this
-    # one does not): the access mode alone must keep a reader from writing the shared data.
+    # one does not), and containerd then asks runc for a read-write bind, which clears a read-only
+    # bind's flag: the access mode alone must keep a reader from writing the shared data, and does
+    # through its FUSE, mounted read-only at NodeStage.
     name = "reader-only"
     before = {p["metadata"]["uid"] for p in fuse_pods(bed)}
     shared = standin_cluster(bed) / name

@@ -87,13 +87,13 @@ class Driver:
         request = csi_pb2.CreateVolumeRequest(name=name, volume_capabilities=[MOUNT], parameters=params)
         return self.controller.CreateVolume(request).volume
 
-    def stage(self, volume: csi_pb2.Volume) -> str:
+    def stage(self, volume: csi_pb2.Volume, capability: csi_pb2.VolumeCapability = MOUNT) -> str:
         staging = str(self.root / "stage" / volume.volume_id.replace("/", "_"))
         self.node.NodeStageVolume(
             csi_pb2.NodeStageVolumeRequest(
                 volume_id=volume.volume_id,
                 staging_target_path=staging,
-                volume_capability=MOUNT,
+                volume_capability=capability,
                 volume_context=volume.volume_context,
             )
         )

@@ -9,6 +9,7 @@ for any mode. Real FUSE (the stand-in), real bind mounts, the node service as a 
 from __future__ import annotations
 
 import errno
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -106,3 +107,34 @@ def test_a_target_published_again_with_another_read_only_ness_is_refused(plugin:
     assert "ro" in options(target)
     plugin.unpublish(volume, target)
     plugin.unstage(volume, staging)
+
+
+@pytest.mark.parametrize("mode", READER_ONLY, ids=Mode.Mode.Name)
+def test_a_reader_only_volume_stays_read_only_when_a_runtime_binds_it_read_write(
+    plugin: Driver, mode: Mode.Mode.ValueType, tmp_path: Path
+) -> None:
+    """What a container runtime does with a target whose pod's volumeMount is not readOnly: it binds
+    the target afresh and remounts that bind read-write (runc 1.5 does, seen on the real node: the
+    reader pod overwrote the dataset). A read-only bind alone cannot hold against it; a FUSE staged
+    read-only for a reader-only access mode can (curvine-fuse --readonly: MS_RDONLY on its mount)."""
+    volume = plugin.create("rox")
+    staging = plugin.stage(volume, access(mode))
+    backing = plugin.backing(volume.volume_context[names.PARAM_CURVINE_PATH]) / "shared"
+    backing.write_text("the dataset")
+    target = str(plugin.root / "pods" / "reader")
+    plugin.publish(volume, staging, target, access(mode))
+    container = tmp_path / "container-data"
+    container.mkdir()
+    mounts.bind(target, str(container))
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,rw", str(container)], check=True)
+        assert "rw" in options(str(container))
+        with pytest.raises(OSError, match="Read-only file system") as refused:
+            (container / "shared").write_text("a reader pod's overwrite")
+        assert refused.value.errno == errno.EROFS
+        assert backing.read_text() == "the dataset"
+    finally:
+        mounts.unmount(str(container), lazy=True)
+    plugin.unpublish(volume, target)
+    plugin.unstage(volume, staging)
+    assert plugin.fuse_pids() == []
