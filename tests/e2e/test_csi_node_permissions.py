@@ -128,6 +128,14 @@ def node_tokens(
     try:
         bound = service_account_kubeconfig(fluid, core, folder / "bound", "fluid-csi-node", bound_pod=pod)
         unbound = service_account_kubeconfig(fluid, core, folder / "unbound", "fluid-csi-node")
+
+        def enforced() -> bool:
+            refused = create(bound, changed(fuse_pod_of(node), "host-root"))
+            return refused.returncode != 0 and "fluid-csi-node-fuse-pods" in refused.stderr
+
+        # The API server takes a policy up a moment after it is created (its admission plugin's
+        # informer): seen as the first two cases admitted right after the apply.
+        eventually(enforced, "the FUSE pod policy in force", timeout=60)
         yield node, bound, unbound
     finally:
         core.delete_namespaced_pod(pod.metadata.name, SYSTEM, grace_period_seconds=0)

@@ -226,9 +226,22 @@ def test_every_flag_of_the_real_cli_is_accepted(standins: Standins, tmp_path: Pa
         else:
             extra += [f"--{key}", "true" if key in switches else "1"]
     s = standins.start(extra=extra)
-    (s.mnt / "f").write_text("tuned")  # direct-io is on: reads and writes bypass the page cache
-    assert (s.backing / "f").read_text() == "tuned"
+    (s.backing / "f").write_text("tuned")
+    # direct-io is on: reads bypass the page cache; --readonly is there too, as curvine-fuse's.
     assert (s.mnt / "f").read_text() == "tuned"
+    with pytest.raises(OSError, match="Read-only file system"):
+        (s.mnt / "g").write_text("refused")
+
+
+def test_readonly_mounts_the_whole_filesystem_read_only(standins: Standins) -> None:
+    """As curvine-fuse --readonly (MS_RDONLY on its mount): what the CSI node stages for a reader-only
+    access mode, so that no bind of it, however remounted, writes."""
+    s = standins.start(extra=["--readonly"])
+    (s.backing / "f").write_text("the dataset")
+    assert (s.mnt / "f").read_text() == "the dataset"
+    with pytest.raises(OSError, match="Read-only file system"):
+        (s.mnt / "f").write_text("overwritten")
+    assert (s.backing / "f").read_text() == "the dataset"
 
 
 def test_an_unknown_flag_exits_2_without_mounting(standins: Standins, tmp_path: Path) -> None:
