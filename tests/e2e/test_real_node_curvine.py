@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import localcluster
 from kubectl_fluid.api import names
@@ -36,6 +37,7 @@ from tests.e2e.test_real_node_fuse import app_pod, fuse_processes, node_fusemoun
 from tests.e2e.test_real_node_product import get, ready
 from tests.e2e.users_cluster import users_cluster, why_no_users_cluster
 from tests.e2e.wait import eventually
+from tests.tools import BUILT_BY, CHART, helm, helm_binary
 
 SYSTEM = "fluid-system"
 APPS = "default"
@@ -336,6 +338,47 @@ def test_both_pods_deleted_the_fuse_pod_goes_and_nothing_of_the_volume_stays_mou
         return [p for p in host + realnodes.namespace_mounts(bed.cluster, bed.node) if bed.key in p]
 
     eventually(lambda: not key_mounts(), "nothing of the mount key mounted, host or node", timeout=60)
+
+
+@pytest.mark.skipif(helm_binary() is None, reason=f"helm is {BUILT_BY}")
+def test_helm_install_with_default_values_runs_the_same_real_curvine_fuse(bed: Bed) -> None:
+    """The chart with its default values in place of the kustomize install (the same objects: a unit
+    test compares them; this runs them): a volume's FUSE pod runs Curvine's curvine-fuse from
+    Curvine's image on the real node, and what one pod writes the other reads."""
+    # Everything of the kustomize install but the CRDs (kept, as Helm keeps them; deleting both at
+    # once races the namespace's deletion against the CRDs').
+    installed = [d for d in yaml.safe_load_all(kubectl(bed.kc, "kustomize", str(MANIFESTS))) if d]
+    rest = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "items": [d for d in installed if d["kind"] != "CustomResourceDefinition"],
+    }
+    kubectl(
+        bed.kc,
+        "delete",
+        "-f",
+        "-",
+        "--wait=true",
+        "--timeout=240s",
+        "--ignore-not-found",
+        stdin=json.dumps(rest),
+    )
+    release = ("--kubeconfig", str(bed.kc), "--namespace", SYSTEM)
+    helm("install", "fluid", str(CHART), *release, "--create-namespace", "--wait", "--timeout", "300s")
+    try:
+        apply(bed, app_pod("writer", CLAIM), app_pod("reader", CLAIM))
+        for name in ("writer", "reader"):
+            eventually(lambda n=name: ready(get(bed.kc, "-n", APPS, "pod", n)), f"pod {name} Running", 240)  # type: ignore[misc]
+        [fuse] = fuse_pods(bed)
+        [container] = fuse["spec"]["containers"]
+        assert f"docker.io/{container['image']}" == bed.image
+        assert container["command"][0] == "/opt/curvine/curvine-fuse"
+        sh(bed, "writer", "echo through-the-chart > /data/charted")
+        assert sh(bed, "reader", "cat /data/charted").strip() == "through-the-chart"
+        kubectl(bed.kc, "-n", APPS, "delete", "pod", "writer", "reader", "--wait=true")
+        eventually(lambda: not fuse_pods(bed), "the FUSE pod gone with the pods", timeout=120)
+    finally:
+        helm("uninstall", "fluid", *release, "--wait", "--timeout", "240s", check=False)
 
 
 def test_zz_figures(bed: Bed) -> None:
