@@ -41,6 +41,7 @@ from typing import Any
 import kr8s.asyncio
 
 from csi.backends.backend import Backend, LocalBackend
+from csi.backends.curvinebackend import DEFAULT_DEADLINE as BACKEND_DEADLINE
 from csi.backends.curvinebackend import CurvineBackend
 from csi.fuse.fusebinary import fuse_binary_problem
 from csi.fuse.fuseconfig import NodeSettingsError, load_node_settings
@@ -101,6 +102,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--backend-root",
         help="controller, local backend: the directory holding one sub-directory per cluster-id (the FUSE "
         "stand-in's data)",
+    )
+    p.add_argument(
+        "--backend-deadline",
+        type=float,
+        default=BACKEND_DEADLINE,
+        metavar="SECONDS",
+        help="controller, curvine backend: how long a volume's mkdir or remove waits on the cluster's FUSE "
+        "mount before the call fails UNAVAILABLE and the mount is replaced (keep it below csi-provisioner's "
+        "--timeout; default: %(default)s)",
     )
     p.add_argument(
         "--grace", type=float, default=DEFAULT_GRACE_SECONDS, help="seconds running calls get at stop"
@@ -260,7 +270,7 @@ def build_backend(args: argparse.Namespace, settings: dict[str, Any]) -> Backend
     if args.backend == "local":
         return LocalBackend(args.backend_root)
     mounts = os.path.join(args.state_dir, CLUSTER_MOUNTS_DIR)
-    return CurvineBackend(args.fuse_binary.split(), mounts, settings)
+    return CurvineBackend(args.fuse_binary.split(), mounts, settings, deadline=args.backend_deadline)
 
 
 def build_pv_lookup(args: argparse.Namespace) -> PvLookup:
