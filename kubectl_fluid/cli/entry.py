@@ -17,7 +17,8 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 
-HELP_ARGS = (["--help"], ["-h"])
+# The root's help: asked for, or a bare ``kubectl fluid`` / ``kubectl fluid help`` (kubectl's way).
+HELP_ARGS: tuple[list[str], ...] = (["--help"], ["-h"], [], ["help"])
 # click's: the help is as wide as the terminal less 2, at most max_content_width (the root's 110)
 # less 2, at least 50.
 MAX_CONTENT_WIDTH = 110

@@ -89,7 +89,7 @@ def _listing(ctx: click.Context) -> Iterator[None]:
 @click.group(
     cls=Verbs,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
-    epilog="\b\nUse 'kubectl fluid COMMAND --help' for more about a command.",
+    epilog="\b\nUse 'kubectl fluid help COMMAND' or 'kubectl fluid COMMAND --help' for more about a command.",
 )
 @connection_options
 def cli(**_: object) -> None:
@@ -117,6 +117,13 @@ def normalize_args(args: Sequence[str]) -> list[str]:
     """kubectl's ``--dry-run`` alone means ``--dry-run=client`` and never takes the next word as its
     value (pflag's NoOptDefVal); click's optional values would, so the bare flag is spelled out."""
     return ["--dry-run=client" if a == "--dry-run" else a for a in args]
+
+
+def help_args(args: Sequence[str]) -> list[str]:
+    """``help [COMMAND...]`` is ``[COMMAND...] --help``, as in kubectl; anything else is kept."""
+    if args[:1] == ["help"] and not any(a.startswith("-") for a in args[1:]):
+        return [*args[1:], "--help"]
+    return list(args)
 
 
 def _fail(message: str, usage_of: click.Context | None = None) -> int:
@@ -148,9 +155,15 @@ def message_for(e: Exception) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = normalize_args(sys.argv[1:] if argv is None else argv)
+    args = normalize_args(help_args(sys.argv[1:] if argv is None else argv))
     try:
         result = cli.main(args=args, prog_name=PROG, standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as e:
+        # A command without its verb (``kubectl fluid``, ``kubectl fluid config``) asks for its help,
+        # as kubectl does: printed on stdout, exit 0.
+        asked = e.ctx if e.ctx is not None else click.Context(cli, info_name=PROG)
+        click.echo(asked.get_help())
+        return 0
     except BrokenPipeError:
         # The reader went away (``| head``): stop quietly, and keep Python from complaining at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -43,7 +43,7 @@ TEXTS = {
         "  explain   Say whether a pod was injected, and why not.\n"
         "  version   Print the plugin's version and that of the cluster and its...\n"
         "\n"
-        "  Use 'kubectl fluid COMMAND --help' for more about a command.\n"
+        "  Use 'kubectl fluid help COMMAND' or 'kubectl fluid COMMAND --help' for more about a command.\n"
     ),
     108: (
         "Usage: kubectl fluid [OPTIONS] COMMAND [ARGS]...\n"
@@ -79,6 +79,6 @@ TEXTS = {
         "  explain   Say whether a pod was injected, and why not.\n"
         "  version   Print the plugin's version and that of the cluster and its Fluid components.\n"
         "\n"
-        "  Use 'kubectl fluid COMMAND --help' for more about a command.\n"
+        "  Use 'kubectl fluid help COMMAND' or 'kubectl fluid COMMAND --help' for more about a command.\n"
     ),
 }

@@ -36,6 +36,46 @@ def test_help_lists_the_verbs_in_order(capsys: pytest.CaptureFixture[str]) -> No
 
 
 @pytest.mark.parametrize(
+    ("asked", "same_as"),
+    [
+        ([], ["--help"]),
+        (["help"], ["--help"]),
+        (["help", "inject"], ["inject", "--help"]),
+        (["help", "config", "show"], ["config", "show", "--help"]),
+        (["config"], ["config", "--help"]),
+    ],
+)
+def test_a_bare_command_and_help_print_the_help_and_succeed(
+    capsys: pytest.CaptureFixture[str], asked: list[str], same_as: list[str]
+) -> None:
+    """kubectl's way (issue 28): ``kubectl fluid`` alone was an ``error: usage:`` with exit 1."""
+    code, out, err = run(capsys, *asked)
+    assert (code, err) == (0, "")
+    assert out.startswith("Usage: kubectl fluid")
+    assert out.rstrip() == run(capsys, *same_as)[1].rstrip()
+
+
+def test_help_of_an_unknown_command_is_an_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "help", "nope")
+    assert (code, out) == (1, "")
+    assert err.startswith("error: no such command 'nope'.")
+
+
+def test_the_executable_prints_the_help_when_run_bare(tmp_path: Path) -> None:
+    for args in ([], ["help"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "kubectl_fluid.cli.entry", *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={"PATH": "/usr/bin:/bin", "COLUMNS": "80"},
+            cwd=tmp_path,
+        )
+        assert (done.returncode, done.stderr) == (0, "")
+        assert done.stdout.startswith("Usage: kubectl fluid [OPTIONS] COMMAND [ARGS]...")
+
+
+@pytest.mark.parametrize(
     "verb", [["inject"], ["config", "show"], ["mounts"], ["datasets"], ["explain"], ["version"]]
 )
 def test_every_verb_takes_the_kubectl_flags(capsys: pytest.CaptureFixture[str], verb: list[str]) -> None:
