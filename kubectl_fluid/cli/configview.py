@@ -20,10 +20,10 @@ def show(settings: Settings, dataset: str, fmt: str | None, env: bool) -> str:
     """The text to print: runtime.sh as stored, runtime.json (``fmt`` json, ``-o json|yaml``), the
     env entries (``env``) or the ConfigMap's name (``-o name``)."""
     from kubectl_fluid.api import names
+    from kubectl_fluid.cli.datasetnames import checked_dataset
 
     output = settings.output
-    if "/" in dataset:
-        raise CliError(f'"{dataset}" is not a dataset name; pick the namespace with -n')
+    checked_dataset(dataset)
     session = settings.open()
     with session.api:
         configmap = read_configmap(session, dataset)

@@ -43,20 +43,18 @@ Examples:
 
 
 def parse_datasets(values: tuple[str, ...]) -> list[str]:
-    """``--dataset a,b --dataset c`` → ``[a, b, c]``; refuses what cannot be a dataset here."""
-    from kubectl_fluid.api import names
+    """``--dataset a,b --dataset c`` → ``[a, b, c]``; refuses what cannot be a dataset here, and a
+    ``--dataset`` that names none (``--dataset ''``)."""
+    from kubectl_fluid.cli.datasetnames import checked_dataset
 
-    found = sorted({part.strip() for value in values for part in value.split(",")} - {""})
-    for dataset in found:
-        if "/" in dataset:
+    for value in values:
+        if not value.replace(",", "").strip():
             raise CliError(
-                f'dataset "{dataset}" names a namespace: datasets are read from the workload\'s own '
-                "namespace; create the Dataset there and pass its bare name (and the namespace with -n)"
+                f'--dataset "{value}" names no dataset; pass DS[,DS...] (`kubectl fluid datasets` lists them)'
             )
-        problem = names.dataset_name_error(dataset)
-        if problem:
-            raise CliError(f'dataset "{dataset}": {problem}')
-    return found
+    return sorted(
+        {checked_dataset(part.strip()) for value in values for part in value.split(",") if part.strip()}
+    )
 
 
 @click.command(epilog=EPILOG)

@@ -154,6 +154,13 @@ def test_usage_errors_are_one_error_line_and_exit_1(
             'error: dataset "a.b": a Dataset name must be a DNS-1035 label',
         ),
         (["explain", "deploy/web"], "error: explain takes a pod"),
+        # One check of a dataset name for every verb (issue 28: config show said "not found").
+        (["inject", "deploy/web", "--dataset", ""], 'error: --dataset "" names no dataset; pass DS[,DS...]'),
+        (["inject", "deploy/web", "--dataset", " , "], 'error: --dataset " , " names no dataset'),
+        (["config", "show", ""], 'error: dataset "": a dataset name is needed'),
+        (["config", "show", "Demo"], 'error: dataset "Demo": a Dataset name must be a DNS-1035 label'),
+        (["config", "show", "other/ds1"], 'error: dataset "other/ds1" names a namespace'),
+        (["config", "show", "x" * 43, "--env"], "at most 42 characters"),
     ],
 )
 def test_refusals_before_any_request_are_one_line(
