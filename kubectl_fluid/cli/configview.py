@@ -34,7 +34,8 @@ def show(settings: Settings, dataset: str, fmt: str | None, env: bool) -> str:
         from kubectl_fluid.cli.output import dump
 
         entries = env_entries(dataset)
-        return dump(entries, output) if output else "".join(f"{e['name']}={e['value']}\n" for e in entries)
+        as_data = output or ("json" if fmt == "json" else None)
+        return dump(entries, as_data) if as_data else "".join(f"{e['name']}={e['value']}\n" for e in entries)
     if fmt == "json" or output in ("json", "yaml"):
         text = config_text(configmap, names.RUNTIME_JSON_KEY)
         if text is None:
@@ -87,7 +88,8 @@ def env_entries(dataset: str) -> list[dict[str, str]]:
 def pretty_json(text: str) -> str:
     import json
 
-    return json.dumps(json.loads(text), indent=2, ensure_ascii=False) + "\n"
+    # kubectl's indent, as every verb's JSON (output.py), in the stored order (the controller's).
+    return json.dumps(json.loads(text), indent=4, ensure_ascii=False) + "\n"
 
 
 def config_text(configmap: dict[str, Any], key: str) -> str | None:

@@ -35,7 +35,7 @@ def test_config_show_prints_exactly_what_the_controller_stored(fl: Fluid, kubeco
 
     pretty = ok(kubectl_fluid(kubeconfig, "config", "show", "ds1", "-n", fl.ns, "--format", "json"))
     assert json.loads(pretty) == json.loads(data[names.RUNTIME_JSON_KEY])
-    assert pretty.startswith("{\n  ")  # pretty, where the stored one is compact
+    assert pretty.startswith('{\n    "')  # pretty (kubectl's indent), where the stored one is compact
     assert "\n" not in data[names.RUNTIME_JSON_KEY]
 
     env = ok(kubectl_fluid(kubeconfig, "config", "show", "ds1", "-n", fl.ns, "--env"))

@@ -254,13 +254,17 @@ def test_a_missing_webhook_is_a_warning(api: FakeApi, capsys: pytest.CaptureFixt
 def test_config_show_is_one_get(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, "config", "show", "ds1") == (0, "#!/bin/sh\nexport A='x'\n", "")
     assert api.calls == [("GET", resources.CONFIGMAPS.object_path(NS, "fluid-runtime-config-ds1"))]
-    assert run(capsys, "config", "show", "ds1", "--format", "json")[1] == '{\n  "b": 1,\n  "a": []\n}\n'
+    assert run(capsys, "config", "show", "ds1", "--format", "json")[1] == '{\n    "b": 1,\n    "a": []\n}\n'
     assert run(capsys, "config", "show", "ds1", "-o", "yaml")[1] == "a: []\nb: 1\n"
     assert run(capsys, "config", "show", "ds1", "--env")[1] == (
         "FLUID_RUNTIME_CONFIG_PATH_ds1=/etc/fluid/config/ds1/runtime.sh\n"
         "FLUID_RUNTIME_CONFIG_PATH_DS1=/etc/fluid/config/ds1/runtime.sh\n"
     )
     assert run(capsys, "config", "show", "ds1", "--format", "json", "-o", "yaml")[0] == 1
+    # --format json applies to --env too, as -o json does (issue 28: it was ignored).
+    as_json = run(capsys, "config", "show", "ds1", "--env", "--format", "json")[1]
+    assert as_json == run(capsys, "config", "show", "ds1", "--env", "-o", "json")[1]
+    assert [e["name"] for e in json.loads(as_json)] == list(names.runtime_config_env_names("ds1"))
 
 
 def test_config_show_says_which_piece_is_missing(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:

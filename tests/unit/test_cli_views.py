@@ -237,4 +237,4 @@ def test_config_env_and_json_helpers() -> None:
         {"name": "FLUID_RUNTIME_CONFIG_PATH_ds-1", "value": "/etc/fluid/config/ds-1/runtime.sh"},
         {"name": "FLUID_RUNTIME_CONFIG_PATH_DS_1", "value": "/etc/fluid/config/ds-1/runtime.sh"},
     ]
-    assert pretty_json('{"b":1,"a":"é"}') == '{\n  "b": 1,\n  "a": "é"\n}\n'
+    assert pretty_json('{"b":1,"a":"é"}') == '{\n    "b": 1,\n    "a": "é"\n}\n'
