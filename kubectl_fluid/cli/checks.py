@@ -22,10 +22,16 @@ if TYPE_CHECKING:
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 
 
-def dataset_problem(api: Api, namespace: str, dataset: str) -> str | None:
-    """Why ``dataset`` cannot be injected in ``namespace`` now, or None (two GETs)."""
-    if api.get(resources.DATASETS.object_path(namespace, dataset)) is None:
+def dataset_problem(api: Api, namespace: str, dataset: str, *, deleting: bool = False) -> str | None:
+    """Why ``dataset`` cannot be injected in ``namespace`` now, or None (two GETs). With ``deleting``,
+    a Dataset being deleted is a problem too: the webhook still admits its pods, but a new user of a
+    dataset that is going away is a mistake worth stopping."""
+    found = api.get(resources.DATASETS.object_path(namespace, dataset))
+    if found is None:
         return dataset_not_found(dataset, namespace)
+    since = (found.get("metadata") or {}).get("deletionTimestamp")
+    if deleting and since:
+        return f'dataset "{dataset}" is being deleted (since {since})'
     configmap = api.get(resources.CONFIGMAPS.object_path(namespace, names.runtime_config_configmap(dataset)))
     return configmap_problem(dataset, configmap)
 
@@ -44,6 +50,12 @@ def what_to_do(problem: str, namespace: str) -> str:
     """The next step for a readiness problem."""
     if "not found in namespace" in problem:
         return f"create the Dataset in {namespace} or pick its namespace with -n (kubectl fluid datasets -A)"
+    if "is being deleted" in problem:
+        return (
+            "pick another dataset, or create it again once it is gone (kubectl fluid datasets -n "
+            + namespace
+            + ")"
+        )
     return (
         "check its CacheRuntime and that fluid-controller runs (kubectl fluid datasets -n " + namespace + ")"
     )

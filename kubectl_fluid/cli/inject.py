@@ -108,12 +108,13 @@ def inject(
     With --fuse the template gets the label fuse.serverful.fluid.io/inject=true instead, and the
     webhook sets mountPropagation HostToContainer on the mounts of Fluid PVCs in every new pod.
 
-    Checked first, so a patch never leaves pods the webhook would refuse: each dataset exists in
-    the workload's namespace and its runtime config is ready (the webhook's own words when not),
-    the webhook's namespaceSelector does not exclude the namespace, and with --fuse the template
-    mounts a Fluid PVC. The patch is a merge patch guarded by the object's resourceVersion, retried
-    on a conflict; it prints what changed ("(no change)" when nothing did). A bare Pod is refused:
-    its spec is immutable, inject what creates it.
+    Checked first, so a patch never leaves pods the webhook would refuse: each dataset the pods will
+    name (those the template names already too) exists in the workload's namespace, is not being
+    deleted, and its runtime config is ready (the webhook's own words when not), the webhook's
+    namespaceSelector does not exclude the namespace, and with --fuse the template mounts a Fluid
+    PVC. The patch is a merge patch guarded by the object's resourceVersion, retried on a conflict;
+    it prints what changed ("(no change)" when nothing did). A bare Pod is refused: its spec is
+    immutable, inject what creates it.
     """
     from kubectl_fluid.cli.workloads import parse_target
 
@@ -169,12 +170,22 @@ def _check_job(target: Target, obj: dict[str, Any]) -> None:
         )
 
 
-def _check_datasets(session: Session, datasets: list[str]) -> None:
+def _check_datasets(session: Session, target: Target, obj: dict[str, Any], datasets: list[str]) -> None:
+    """Every dataset the pods will name, those the template names already included: a patch that adds
+    one dataset to a list naming a deleted one leaves pods the webhook refuses."""
     from kubectl_fluid.cli.checks import dataset_problem, namespace_missing, what_to_do
 
-    problems = [
-        p for ds in datasets if (p := dataset_problem(session.api, session.namespace, ds)) is not None
-    ]
+    kept = [ds for ds in _plan(target, obj, datasets, fuse=False, remove=False).after if ds not in datasets]
+    problems = []
+    for ds in sorted({*datasets, *kept}):
+        problem = dataset_problem(session.api, session.namespace, ds, deleting=True)
+        if problem is not None and ds in kept:
+            problem += (
+                f" (its pods name it already: `kubectl fluid inject {target} --remove --dataset {ds}` takes "
+                "it away)"
+            )
+        if problem is not None:
+            problems.append(problem)
     if problems:
         if namespace_missing(session.api, session.namespace):
             raise CliError(f'namespace "{session.namespace}" not found; pass an existing namespace with -n')
@@ -250,7 +261,7 @@ def _apply(
         _check_fuse(session, target, obj)
         _check_webhook(session, names.LABEL_FUSE_SERVERFUL_INJECT)
     elif not remove:
-        _check_datasets(session, datasets)
+        _check_datasets(session, target, obj, datasets)
         _check_webhook(session, names.LABEL_INJECT)
     for attempt in range(CONFLICT_RETRIES):
         plan = _plan(target, obj, datasets, fuse, remove)

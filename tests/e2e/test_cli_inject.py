@@ -249,6 +249,59 @@ def test_refusals_are_one_error_line_and_change_nothing(fl: Fluid, kubeconfig: P
     assert fl.apps.read_namespaced_deployment("y", fl.ns).metadata.generation == generation
 
 
+def test_a_dataset_the_pods_name_already_is_checked_too_and_one_being_deleted_is_refused(
+    fl: Fluid, kubeconfig: Path
+) -> None:
+    """Issue 28: after Dataset ds-old was deleted, adding ds-new printed
+    ``~ annotation fluid.io/dataset=ds-new,ds-old`` and exited 0, and every new pod was refused."""
+    from kubernetes.client.exceptions import ApiException
+
+    for name in ("ds-old", "ds-new", "ds-held"):
+        ready_dataset(fl, name)
+    deployment(fl, "z", app_template({"app": "z"}))
+    ok(kubectl_fluid(kubeconfig, "inject", "deploy/z", "--dataset", "ds-old", "-n", fl.ns))
+    fl.delete("datasets", "ds-old")
+
+    def gone() -> bool:
+        try:
+            fl.get("datasets", "ds-old")
+        except ApiException as e:
+            return bool(e.status == 404)
+        return False
+
+    eventually(gone, "Dataset ds-old deleted")
+    generation = fl.apps.read_namespaced_deployment("z", fl.ns).metadata.generation
+    line = one_error_line(kubectl_fluid(kubeconfig, "inject", "deploy/z", "--dataset", "ds-new", "-n", fl.ns))
+    assert line.startswith(
+        f'error: dataset "ds-old" not found in namespace "{fl.ns}" (its pods name it already: '
+    )
+    assert "`kubectl fluid inject deployment.apps/z --remove --dataset ds-old` takes it away" in line
+    assert fl.apps.read_namespaced_deployment("z", fl.ns).metadata.generation == generation
+
+    # As the error says: taken away, the same inject goes through.
+    ok(kubectl_fluid(kubeconfig, "inject", "deploy/z", "--remove", "--dataset", "ds-old", "-n", fl.ns))
+    out = ok(kubectl_fluid(kubeconfig, "inject", "deploy/z", "--dataset", "ds-new", "-n", fl.ns))
+    assert "  + annotation fluid.io/dataset=ds-new" in out.splitlines()
+
+    # A Dataset whose deletion waits (a finalizer of the test's own) is not a new user's to pick.
+    kept = fl.get("datasets", "ds-held")["metadata"].get("finalizers") or []
+    fl.patch("datasets", "ds-held", {"metadata": {"finalizers": [*kept, "test.fluid.io/hold"]}})
+    fl.delete("datasets", "ds-held")
+    try:
+        line = one_error_line(
+            kubectl_fluid(kubeconfig, "inject", "deploy/z", "--dataset", "ds-held", "-n", fl.ns)
+        )
+        assert 'error: dataset "ds-held" is being deleted (since ' in line
+        assert "pick another dataset, or create it again once it is gone" in line
+    finally:
+        held = fl.get("datasets", "ds-held")["metadata"].get("finalizers") or []
+        fl.patch(
+            "datasets",
+            "ds-held",
+            {"metadata": {"finalizers": [f for f in held if f != "test.fluid.io/hold"]}},
+        )
+
+
 def test_a_started_job_is_refused_and_left_unchanged(fl: Fluid, kubeconfig: Path) -> None:
     ready_dataset(fl, "ds1")
     template = app_template({"app": "once"})

@@ -244,6 +244,49 @@ def test_a_namespace_the_webhook_skips_is_refused(api: FakeApi, capsys: pytest.C
     assert f'does not serve namespace "{NS}"' in err
 
 
+def named(api: FakeApi, datasets: str) -> None:
+    """The workload's template names ``datasets`` already, as an earlier inject left it."""
+    template = api.objects[DEPLOY]["spec"]["template"]["metadata"]
+    template["labels"][names.LABEL_INJECT] = names.TRUE
+    template["annotations"] = {names.ANNOTATION_DATASET: datasets}
+    api.objects[resources.NAMESPACES.object_path(None, NS)] = {"metadata": {"name": NS}}
+
+
+def test_adding_a_dataset_checks_those_the_pods_name_already(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 28: after Dataset "gone" was deleted, adding another printed
+    ``~ annotation fluid.io/dataset=gone,ds1`` and exited 0; every new pod was then refused."""
+    named(api, "gone")
+    before = copy.deepcopy(api.objects[DEPLOY])
+    code, out, err = run(capsys, "inject", "deploy/web", "--dataset", "ds1")
+    assert (code, out) == (1, "")
+    assert err.startswith(f'error: dataset "gone" not found in namespace "{NS}" (its pods name it already: ')
+    assert "`kubectl fluid inject deployment.apps/web --remove --dataset gone` takes it away" in err
+    assert api.objects[DEPLOY] == before  # nothing patched
+    assert not [c for c in api.calls if c[0] == "PATCH"]
+
+    # Taken away as the error says, the same inject goes through.
+    assert run(capsys, "inject", "deploy/web", "--remove", "--dataset", "gone")[0] == 0
+    assert run(capsys, "inject", "deploy/web", "--dataset", "ds1")[0] == 0
+    assert api.objects[DEPLOY]["spec"]["template"]["metadata"]["annotations"] == {
+        names.ANNOTATION_DATASET: "ds1"
+    }
+
+
+def test_a_dataset_being_deleted_is_refused(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    since = "2026-12-04T10:00:00Z"
+    api.objects[resources.NAMESPACES.object_path(None, NS)] = {"metadata": {"name": NS}}
+    api.objects[resources.DATASETS.object_path(NS, "ds1")]["metadata"]["deletionTimestamp"] = since
+    code, _, err = run(capsys, "inject", "deploy/web", "--dataset", "ds1")
+    assert code == 1
+    assert err == (
+        f'error: dataset "ds1" is being deleted (since {since}): pick another dataset, or create it again '
+        f"once it is gone (kubectl fluid datasets -n {NS})\n"
+    )
+    assert not [c for c in api.calls if c[0] == "PATCH"]
+
+
 def test_a_missing_webhook_is_a_warning(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
     del api.objects[resources.MUTATING_WEBHOOK_CONFIGURATIONS.object_path(None, names.WEBHOOK_NAME)]
     code, _, err = run(capsys, "inject", "deploy/web", "--dataset", "ds1")
