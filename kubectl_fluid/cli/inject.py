@@ -85,7 +85,12 @@ def parse_datasets(values: tuple[str, ...]) -> list[str]:
     help="client (what --dry-run alone means): print the patch, change nothing; server: also have the "
     "API server validate it.",
 )
-@click.option("--wait", is_flag=True, help="Follow the rollout until the new pods are available.")
+@click.option(
+    "--wait",
+    is_flag=True,
+    help="Follow the rollout until the new pods are available; a Deployment whose pods cannot be created "
+    "(a webhook's denial, a quota) fails at once with the reason.",
+)
 @click.option("--timeout", default="5m", metavar="DURATION", help="How long --wait waits (default 5m).")
 @kube_command(outputs=("json", "yaml", "name"))
 def inject(

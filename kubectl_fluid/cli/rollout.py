@@ -48,6 +48,12 @@ def _deployment(
     for condition in status.get("conditions") or ():
         if condition.get("type") == "Progressing" and condition.get("reason") == "ProgressDeadlineExceeded":
             raise RolloutError(f'deployment "{name}" exceeded its progress deadline')
+        # Its ReplicaSet could not create a pod (the deployment controller copies the ReplicaSet's
+        # condition here): waiting on would only time out, while the reason, an admission webhook's
+        # denial say, is right here. kubectl rollout status waits; an inject --wait should not.
+        if condition.get("type") == "ReplicaFailure" and condition.get("status") == "True":
+            why = condition.get("message") or condition.get("reason") or "no reason given"
+            raise RolloutError(f'deployment "{name}" cannot create its pods: {why}')
     replicas = spec.get("replicas", 1)
     updated = _int(status.get("updatedReplicas"))
     if isinstance(replicas, int) and updated < replicas:

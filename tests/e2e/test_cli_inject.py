@@ -302,6 +302,40 @@ def test_a_dataset_the_pods_name_already_is_checked_too_and_one_being_deleted_is
         )
 
 
+def test_wait_fails_at_once_with_the_reason_the_new_pods_cannot_be_created(
+    fl: Fluid, kubeconfig: Path
+) -> None:
+    """Issue 28: --wait timed out without showing why the ReplicaSet created no pod. A full pod
+    quota leaves the rollout no room for its surge pod: the API server refuses it, and --wait says so
+    as soon as the Deployment shows it, with the server's words."""
+    ready_dataset(fl, "ds1")
+    deployment(fl, "q", app_template({"app": "q"}))
+    eventually(lambda: len(live_pods(fl, "app=q")) == 1, "the Deployment's pod")
+    # A quota as large as what the namespace holds now (the dataset's own pods count too).
+    fl.core.create_namespaced_resource_quota(
+        fl.ns, {"metadata": {"name": "full"}, "spec": {"hard": {"pods": "100"}}}
+    )
+
+    def used() -> str | None:
+        status = fl.core.read_namespaced_resource_quota("full", fl.ns).status
+        return (status.used or {}).get("pods") if status else None
+
+    now = eventually(used, "the quota's usage counted")
+    fl.core.patch_namespaced_resource_quota("full", fl.ns, {"spec": {"hard": {"pods": now}}})
+    eventually(
+        lambda: (fl.core.read_namespaced_resource_quota("full", fl.ns).status.hard or {}).get("pods") == now,
+        "the quota's new limit in force",
+    )
+    run = kubectl_fluid(
+        kubeconfig, "inject", "deploy/q", "--dataset", "ds1", "-n", fl.ns, "--wait", "--timeout=120s"
+    )
+    assert run.returncode == 1, run
+    assert run.stdout.startswith("deployment.apps/q patched\n")
+    [line] = run.stderr.splitlines()
+    assert line.startswith('error: deployment "q" cannot create its pods: pods "q-'), line
+    assert "exceeded quota: full" in line
+
+
 def test_a_started_job_is_refused_and_left_unchanged(fl: Fluid, kubeconfig: Path) -> None:
     ready_dataset(fl, "ds1")
     template = app_template({"app": "once"})

@@ -52,6 +52,28 @@ def test_deployment_past_its_deadline_fails() -> None:
         rollout_status("Deployment", obj(1, {"replicas": 1}, status))
 
 
+def test_deployment_whose_pods_cannot_be_created_fails_with_the_reason() -> None:
+    """Issue 28: --wait timed out without showing the webhook's denial its ReplicaSet got."""
+    denied = (
+        'pods "app2-5d8f-" is forbidden: admission webhook "pod-admission.fluid.io" denied the request: '
+        'dataset "demo" not found in namespace "default"'
+    )
+    status = {
+        "observedGeneration": 2,
+        "updatedReplicas": 0,
+        "conditions": [
+            {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated"},
+            {"type": "ReplicaFailure", "status": "True", "reason": "FailedCreate", "message": denied},
+        ],
+    }
+    with pytest.raises(RolloutError) as failed:
+        rollout_status("Deployment", obj(2, {"replicas": 1}, status))
+    assert str(failed.value) == f'deployment "x" cannot create its pods: {denied}'
+    # Once the failure is gone (status False, or no condition), it waits as before.
+    status["conditions"][1]["status"] = "False"
+    assert rollout_status("Deployment", obj(2, {"replicas": 1}, status))[1] is False
+
+
 def test_daemonset() -> None:
     spec = {"updateStrategy": {"type": "RollingUpdate"}}
     waiting = {"observedGeneration": 1, "desiredNumberScheduled": 2, "updatedNumberScheduled": 1}
