@@ -10,6 +10,8 @@ from typing import Any
 from kubectl_fluid.api import names
 
 DATASET_ANNOTATIONS = (names.ANNOTATION_DATASET, names.ANNOTATION_DATASETS)
+# The phase of a Dataset the controller could not set up (upstream Fluid's word).
+NOT_BOUND = "NotBound"
 
 
 def split_datasets(value: str | None) -> list[str]:
@@ -41,6 +43,29 @@ def is_dataset_pvc(pvc: Mapping[str, Any]) -> bool:
 
 def dataset_not_found(dataset: str, namespace: str) -> str:
     return f'dataset "{dataset}" not found in namespace "{namespace}"'
+
+
+def not_ready_cause(dataset: Mapping[str, Any] | None) -> str | None:
+    """Why the controller could not set a Dataset up (its Ready condition's message while the Dataset
+    is NotBound), or None: the cause beneath a missing ConfigMap, a CacheRuntimeClass not found say.
+    A Bound Dataset's Ready=False (its deletion waiting for users) says nothing against its config."""
+    status = (dataset or {}).get("status") or {}
+    if status.get("phase") != NOT_BOUND:
+        return None
+    for condition in status.get("conditions") or ():
+        if condition.get("type") == names.CONDITION_READY and condition.get("status") == "False":
+            message = condition.get("message") or condition.get("reason")
+            if message:
+                return str(message)
+    return f"the Dataset is {NOT_BOUND} (kubectl describe dataset says why)"
+
+
+def deepest_problem(dataset: str, configmap_problem: str | None, cause: str | None) -> str | None:
+    """A ConfigMap problem told by its cause when the controller knows one (``not_ready_cause``); a
+    cause alone is a problem too (the config of a Dataset that is not Bound is not to be trusted)."""
+    if cause is None:
+        return configmap_problem
+    return f'runtime config for dataset "{dataset}" is not ready: {cause}'
 
 
 def configmap_problem(dataset: str, configmap: Mapping[str, Any] | None) -> str | None:

@@ -11,7 +11,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kubectl_fluid.api import names
-from kubectl_fluid.api.datasetrefs import configmap_problem, dataset_not_found, is_dataset_pvc
+from kubectl_fluid.api.datasetrefs import (
+    configmap_problem,
+    dataset_not_found,
+    deepest_problem,
+    is_dataset_pvc,
+    not_ready_cause,
+)
 from kubectl_fluid.kube import resources
 from kubectl_fluid.kube.errors import ApiError
 
@@ -33,7 +39,7 @@ def dataset_problem(api: Api, namespace: str, dataset: str, *, deleting: bool = 
     if deleting and since:
         return f'dataset "{dataset}" is being deleted (since {since})'
     configmap = api.get(resources.CONFIGMAPS.object_path(namespace, names.runtime_config_configmap(dataset)))
-    return configmap_problem(dataset, configmap)
+    return deepest_problem(dataset, configmap_problem(dataset, configmap), not_ready_cause(found))
 
 
 def fluid_claims(api: Api, namespace: str, claims: list[str]) -> list[str]:

@@ -67,13 +67,14 @@ def read_configmap(session: Session, dataset: str) -> dict[str, Any]:
     configmap = api.get(resources.CONFIGMAPS.object_path(ns, names.runtime_config_configmap(dataset)))
     if configmap is not None:
         return configmap
-    from kubectl_fluid.api.datasetrefs import configmap_problem
+    from kubectl_fluid.api.datasetrefs import configmap_problem, deepest_problem, not_ready_cause
     from kubectl_fluid.cli.checks import not_found, what_to_do
 
-    if api.get(resources.DATASETS.object_path(ns, dataset)) is None:
+    found = api.get(resources.DATASETS.object_path(ns, dataset))
+    if found is None:
         hint = "check the name, or find its namespace with kubectl fluid datasets -A"
         raise CliError(not_found(api, f'dataset "{dataset}"', ns, hint))
-    problem = configmap_problem(dataset, None) or ""
+    problem = deepest_problem(dataset, configmap_problem(dataset, None), not_ready_cause(found)) or ""
     raise CliError(f"{problem}: {what_to_do(problem, ns)}")
 
 

@@ -103,7 +103,7 @@ def summarize(
     """One summary per Dataset, sorted by namespace and name. ``None`` were unreadable; ``injected``
     is ``injected_by_dataset``'s."""
     from kubectl_fluid.api import names
-    from kubectl_fluid.api.datasetrefs import configmap_problem
+    from kubectl_fluid.api.datasetrefs import configmap_problem, deepest_problem, not_ready_cause
 
     by_runtime = {_key(r): r for r in runtimes or ()}
     by_configmap = {_key(c): c for c in configmaps or ()}
@@ -112,7 +112,11 @@ def summarize(
         ns, name = _key(ds)
         runtime = by_runtime.get((ns, name))
         configmap = by_configmap.get((ns, names.runtime_config_configmap(name)))
-        problem = None if configmaps is None else configmap_problem(name, configmap)
+        problem = (
+            None
+            if configmaps is None
+            else deepest_problem(name, configmap_problem(name, configmap), not_ready_cause(ds))
+        )
         out.append(
             Summary(
                 namespace=ns,
@@ -168,9 +172,11 @@ def datasets(settings: Settings) -> None:
     RUNTIMECLASS   spec.runtimeClassName of the dataset's CacheRuntime
     MODE           Clientless (no FUSE client: inject the runtime config) or FUSE
     PHASE          the Dataset's status.phase (Bound once its runtime is set up)
-    CONFIG-READY   whether ConfigMap fluid-runtime-config-NAME holds runtime.sh
+    CONFIG-READY   whether ConfigMap fluid-runtime-config-NAME holds runtime.sh (never for a
+                   NotBound Dataset: its config is not to be trusted)
     INJECTED-PODS  pods that carry the dataset's runtime config (what the webhook did)
-    -o wide adds MOUNTPOINTS and CONFIG-PROBLEM (why CONFIG-READY is false).
+    -o wide adds MOUNTPOINTS and CONFIG-PROBLEM (why CONFIG-READY is false: the controller's own
+    cause when it knows one, a CacheRuntimeClass not found say, else what is wrong with the ConfigMap).
 
     Only the Datasets are required: a list RBAC forbids (CacheRuntimes, ConfigMaps, Pods) turns
     its columns into <unknown>, with a warning naming it.

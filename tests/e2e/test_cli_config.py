@@ -60,9 +60,11 @@ def test_config_show_errors(fl: Fluid, kubeconfig: Path) -> None:
     line = one_error_line(kubectl_fluid(kubeconfig, "config", "show", "ds9", "-n", fl.ns))
     assert line.startswith(f'error: dataset "ds9" not found in namespace "{fl.ns}"')
     assert "kubectl fluid datasets -A" in line
+    eventually(lambda: fl.condition("datasets", "nort").get("reason") == "NoRuntime", "Dataset nort NotBound")
     line = one_error_line(kubectl_fluid(kubeconfig, "config", "show", "nort", "-n", fl.ns))
+    # The controller's cause, not the missing ConfigMap it leads to (issue 28).
     assert (
-        'runtime config for dataset "nort" is not ready: ConfigMap fluid-runtime-config-nort not found'
+        f'runtime config for dataset "nort" is not ready: no CacheRuntime "nort" in namespace "{fl.ns}"'
         in line
     )
     line = one_error_line(kubectl_fluid(kubeconfig, "config", "show", "ds1", "-n", f"{fl.ns}-nope"))

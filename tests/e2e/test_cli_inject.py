@@ -231,9 +231,11 @@ def test_refusals_are_one_error_line_and_change_nothing(fl: Fluid, kubeconfig: P
 
     line = one_error_line(kubectl_fluid(kubeconfig, "inject", "deploy/y", "--dataset", "ds9", "-n", fl.ns))
     assert f'dataset "ds9" not found in namespace "{fl.ns}"' in line
+    eventually(lambda: fl.condition("datasets", "nort").get("reason") == "NoRuntime", "Dataset nort NotBound")
     line = one_error_line(kubectl_fluid(kubeconfig, "inject", "deploy/y", "--dataset", "nort", "-n", fl.ns))
+    # The controller's cause, not the missing ConfigMap it leads to (issue 28).
     assert (
-        'runtime config for dataset "nort" is not ready: ConfigMap fluid-runtime-config-nort not found'
+        f'runtime config for dataset "nort" is not ready: no CacheRuntime "nort" in namespace "{fl.ns}"'
         in line
     )
     line = one_error_line(kubectl_fluid(kubeconfig, "inject", "rs/y", "--dataset", "ds1", "-n", fl.ns))

@@ -287,6 +287,27 @@ def test_a_dataset_being_deleted_is_refused(api: FakeApi, capsys: pytest.Capture
     assert not [c for c in api.calls if c[0] == "PATCH"]
 
 
+def test_inject_gives_the_controllers_cause_for_a_not_bound_dataset(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 28: inject said "ConfigMap fluid-runtime-config-noclass not found" while the Dataset's
+    condition already named the missing CacheRuntimeClass."""
+    api.objects[resources.NAMESPACES.object_path(None, NS)] = {"metadata": {"name": NS}}
+    cause = 'CacheRuntimeClass "nope" not found: set spec.runtimeClassName to an existing class (one of: x)'
+    api.objects[resources.DATASETS.object_path(NS, "noclass")] = {
+        "metadata": {"name": "noclass", "namespace": NS},
+        "status": {
+            "phase": "NotBound",
+            "conditions": [
+                {"type": "Ready", "status": "False", "reason": "RuntimeClassNotFound", "message": cause}
+            ],
+        },
+    }
+    code, _, err = run(capsys, "inject", "deploy/web", "--dataset", "noclass")
+    assert code == 1
+    assert err.startswith(f'error: runtime config for dataset "noclass" is not ready: {cause}: ')
+
+
 def test_a_missing_webhook_is_a_warning(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
     del api.objects[resources.MUTATING_WEBHOOK_CONFIGURATIONS.object_path(None, names.WEBHOOK_NAME)]
     code, _, err = run(capsys, "inject", "deploy/web", "--dataset", "ds1")

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubectl_fluid.api import names
-from kubectl_fluid.api.datasetrefs import configmap_problem
+from kubectl_fluid.api.datasetrefs import configmap_problem, deepest_problem, not_ready_cause
 from kubectl_fluid.cli import datasets as ds_view
 from kubectl_fluid.cli import mounts as mount_view
 from kubectl_fluid.cli.checks import selector_matches
@@ -157,6 +157,45 @@ def test_summaries_join_the_four_lists_by_namespace_and_name() -> None:
         "ConfigMap fluid-runtime-config-ds1 has no key runtime.sh"
     )
     assert summaries[0].to_json()["injectedPods"] == ["p1", "p2"]
+
+
+NO_CLASS = 'CacheRuntimeClass "does-not-exist" not found: set spec.runtimeClassName to an existing class'
+
+
+def not_bound(name: str, reason: str = "RuntimeClassNotFound", message: str = NO_CLASS) -> dict[str, Any]:
+    ds = dataset(name, phase="NotBound")
+    ds["status"]["conditions"] = [
+        {"type": names.CONDITION_READY, "status": "False", "reason": reason, "message": message}
+    ]
+    return ds
+
+
+def test_a_not_bound_dataset_shows_the_controllers_cause_and_is_not_config_ready() -> None:
+    """Issue 28: datasets -o wide said "ConfigMap ... not found" where the Dataset's condition said
+    the class is missing, and CONFIG-READY was True for a NotBound Dataset whose old ConfigMap stayed."""
+    missing, stale = not_bound("noclass"), not_bound("stale")
+    summaries = ds_view.summarize([missing, stale], [], [configmap("stale")], {})
+    cause = f'runtime config for dataset "noclass" is not ready: {NO_CLASS}'
+    assert [(s.name, s.config_ready, s.config_problem) for s in summaries] == [
+        ("noclass", False, cause),
+        ("stale", False, cause.replace("noclass", "stale")),
+    ]
+    # A Bound Dataset whose deletion waits for its users (Ready False) keeps a ready config.
+    in_use = not_bound("in-use", "DatasetInUse", "deletion waits for pod(s) p")
+    in_use["status"]["phase"] = "Bound"
+    [summary] = ds_view.summarize([in_use], [], [configmap("in-use")], {})
+    assert (summary.config_ready, summary.config_problem) == (True, None)
+
+
+def test_not_ready_cause() -> None:
+    assert not_ready_cause(not_bound("x")) == NO_CLASS
+    assert not_ready_cause(not_bound("x", message="")) == "RuntimeClassNotFound"  # the reason, then
+    bare = dataset("x", phase="NotBound")
+    assert not_ready_cause(bare) == "the Dataset is NotBound (kubectl describe dataset says why)"
+    assert not_ready_cause(dataset("x")) is None
+    assert not_ready_cause(None) is None
+    assert deepest_problem("x", "ConfigMap gone", None) == "ConfigMap gone"
+    assert deepest_problem("x", None, "why") == 'runtime config for dataset "x" is not ready: why'
 
 
 def test_unreadable_lists_show_unknown() -> None:
