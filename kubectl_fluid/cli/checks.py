@@ -39,7 +39,10 @@ def dataset_problem(api: Api, namespace: str, dataset: str, *, deleting: bool = 
     if deleting and since:
         return f'dataset "{dataset}" is being deleted (since {since})'
     configmap = api.get(resources.CONFIGMAPS.object_path(namespace, names.runtime_config_configmap(dataset)))
-    return deepest_problem(dataset, configmap_problem(dataset, configmap), not_ready_cause(found))
+    problem = configmap_problem(dataset, configmap)
+    # Told by its cause when the controller knows one; a NotBound Dataset whose ConfigMap is there
+    # is injected all the same (the webhook's view, which explain reports).
+    return deepest_problem(dataset, problem, not_ready_cause(found)) if problem else None
 
 
 def fluid_claims(api: Api, namespace: str, claims: list[str]) -> list[str]:
