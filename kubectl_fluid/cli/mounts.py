@@ -97,12 +97,14 @@ def mounts(node: str | None, settings: Settings) -> None:
     \b
     NODE          the node the CSI node service runs on
     MOUNT-KEY     the first 16 characters of the mount key (master-addrs + fs-path + tuning)
-    MASTER-ADDRS  the Curvine masters; FS-PATH the path of the filesystem mounted
+    MASTER-ADDRS  the Curvine masters
+    FS-PATH       the path in Curvine that the FUSE mounts
     MODE          embedded (FUSE in the node service) or standalone (a FUSE pod)
     REFS          volumes staged on it; at 0 the FUSE mount is taken down
-    PHASE         Mounting, Ready, Broken (remounted by the node service) or Unmounting
-    -o wide adds VOLUMES (their IDs), TARGETS (bind mounts into pods), PODS and REASON (why a
-    mount is Broken, and what to do).
+    PHASE         Mounting, Ready, Broken or Unmounting. A FUSE that died is started again and
+                  its targets bound again; a Broken mount is left as it is: REASON says why
+                  and what to do (its fs-path gone, its FUSE not answering)
+    -o wide adds VOLUMES (their IDs), TARGETS (bind mounts into pods), PODS and REASON.
 
     FuseMount objects are cluster-scoped: -n and -A are accepted and change nothing.
     Needs: list on fusemounts.data.fluid.io (and, for -o wide, list on pods).
