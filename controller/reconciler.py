@@ -620,13 +620,15 @@ class Reconciler:
         components: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         """Upstream's status shape (valueFile, per-component status) plus the product's Ready
-        condition. ``components`` None keeps the ones there (a problem says nothing about them)."""
+        condition. ``components`` None keeps the ones there (a problem says nothing about them), and
+        valueFile too: it names the ConfigMap once a reconcile has made it, never one that is not there."""
         status = dict(rt_obj.get("status") or {})
         status.pop("phase", None)  # written by earlier versions; upstream's status has none
         generation = rt_obj["metadata"].get("generation")
+        made = {"valueFile": names.runtime_config_configmap(rt_obj["metadata"]["name"])} if ready else {}
         desired = {
             **status,
-            "valueFile": names.runtime_config_configmap(rt_obj["metadata"]["name"]),
+            **made,
             **(components or {}),
             "observedGeneration": generation,
             "conditions": set_condition(

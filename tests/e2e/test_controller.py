@@ -341,6 +341,8 @@ def test_bad_input_ends_in_conditions_and_events_not_a_crash(
     assert '"no-such-class" not found' in message
     assert "mooncake" in message  # it names the classes that exist
     assert (fl.get("datasets", "badclass").get("status") or {}).get("phase") == "NotBound"
+    # No ConfigMap was made: the runtime's status names none (issue 28: it named one not there).
+    assert "valueFile" not in fl.get("cacheruntimes", "badclass")["status"]
 
     with pytest.raises(client.ApiException) as refused:
         fl.create(dataset("x" * 43))
