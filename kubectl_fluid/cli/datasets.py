@@ -123,7 +123,10 @@ def summarize(
                 name=name,
                 runtime_class=((runtime or {}).get("spec") or {}).get("runtimeClassName"),
                 mode=mode_of(runtime, configmap),
-                phase=(ds.get("status") or {}).get("phase"),
+                # kubectl's word for an object whose deletion waits (on its finalizer: pods still use it).
+                phase="Terminating"
+                if (ds.get("metadata") or {}).get("deletionTimestamp")
+                else (ds.get("status") or {}).get("phase"),
                 config_ready=None if configmaps is None else problem is None,
                 config_problem=problem,
                 injected_pods=None if injected is None else sorted(injected.get((ns, name), ())),
@@ -171,7 +174,8 @@ def datasets(settings: Settings) -> None:
     \b
     RUNTIMECLASS   spec.runtimeClassName of the dataset's CacheRuntime
     MODE           Clientless (no FUSE client: inject the runtime config) or FUSE
-    PHASE          the Dataset's status.phase (Bound once its runtime is set up)
+    PHASE          the Dataset's status.phase (Bound once its runtime is set up), Terminating
+                   while its deletion waits (pods still use it)
     CONFIG-READY   whether ConfigMap fluid-runtime-config-NAME holds runtime.sh (never for a
                    NotBound Dataset: its config is not to be trusted)
     INJECTED-PODS  pods that carry the dataset's runtime config (what the webhook did)

@@ -295,6 +295,9 @@ def test_a_dataset_the_pods_name_already_is_checked_too_and_one_being_deleted_is
         )
         assert 'error: dataset "ds-held" is being deleted (since ' in line
         assert "pick another dataset, or create it again once it is gone" in line
+        # And kubectl fluid datasets says Terminating, where it said Bound (issue 28).
+        rows = [r.split() for r in ok(kubectl_fluid(kubeconfig, "datasets", "-n", fl.ns)).splitlines()]
+        assert {r[0]: r[3] for r in rows[1:]}["ds-held"] == "Terminating"
     finally:
         held = fl.get("datasets", "ds-held")["metadata"].get("finalizers") or []
         fl.patch(

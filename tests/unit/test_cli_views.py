@@ -187,6 +187,15 @@ def test_a_not_bound_dataset_shows_the_controllers_cause_and_is_not_config_ready
     assert (summary.config_ready, summary.config_problem) == (True, None)
 
 
+def test_a_dataset_whose_deletion_waits_is_terminating() -> None:
+    """Issue 28: datasets showed Bound for a Dataset whose deletion waited for its users."""
+    waiting = dataset("ds1")
+    waiting["metadata"]["deletionTimestamp"] = "2024-05-01T11:00:00Z"
+    [summary] = ds_view.summarize([waiting], [], [configmap("ds1")], {})
+    assert ds_view.row(summary, NOW, all_namespaces=False, wide=False)[3] == "Terminating"
+    assert summary.to_json()["phase"] == "Terminating"
+
+
 def test_not_ready_cause() -> None:
     assert not_ready_cause(not_bound("x")) == NO_CLASS
     assert not_ready_cause(not_bound("x", message="")) == "RuntimeClassNotFound"  # the reason, then
