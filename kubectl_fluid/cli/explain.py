@@ -23,19 +23,21 @@ if TYPE_CHECKING:
 POD_WORDS = ("pod", "po", "pods")
 
 
-def parse_pod(args: tuple[str, ...] | list[str]) -> str:
-    """``pod/NAME``, ``pod NAME`` or a bare ``NAME`` → NAME."""
-    if len(args) == 1 and "/" in args[0]:
-        word, _, name = args[0].partition("/")
-    elif len(args) == 2:
-        word, name = args
-    elif len(args) == 1:
-        word, name = "pod", args[0]
+def parse_pods(args: tuple[str, ...] | list[str]) -> list[str]:
+    """The pods' names, as kubectl reads them: ``pod/A pod/B``, ``pod A B`` or bare ``A B``."""
+    if args and "/" not in args[0] and args[0].lower() in POD_WORDS and len(args) > 1:
+        names_given = list(args[1:])
     else:
-        raise CliError("explain takes one pod: pod/NAME")
-    if word.lower() not in POD_WORDS or not name or "/" in name:
-        raise CliError(f'explain takes a pod, as pod/NAME, not "{"/".join(args)}"')
-    return name
+        names_given = []
+        for arg in args:
+            word, slash, name = arg.rpartition("/") if "/" in arg else ("pod", "", arg)
+            if slash and (word.lower() not in POD_WORDS or "/" in word):
+                raise CliError(f'explain takes pods, as pod/NAME, not "{arg}"')
+            names_given.append(name)
+    for name in names_given:
+        if not name or "/" in name:
+            raise CliError(f'explain takes pods, as pod/NAME, not "{"/".join(args)}"')
+    return list(dict.fromkeys(names_given))  # each once, in the order given
 
 
 @click.command(epilog="\b\nExamples:\n  kubectl fluid explain pod/app-5d9c7-x2x8v -n team-a")
@@ -44,8 +46,8 @@ def parse_pod(args: tuple[str, ...] | list[str]) -> str:
 def explain(pod: tuple[str, ...], settings: Settings) -> None:
     """Say whether a pod was injected, and why not.
 
-    POD is pod/NAME (or NAME). Reads the pod, its PVCs, its controller, the webhook configuration
-    and the datasets it names.
+    POD is pod/NAME (or NAME); several pods are explained one after the other (-o json|yaml: a List).
+    Reads the pod, its PVCs, its controller, the webhook configuration and the datasets it names.
 
     \b
     Pod:        namespace/name
@@ -58,19 +60,19 @@ def explain(pod: tuple[str, ...], settings: Settings) -> None:
     What RBAC forbids reading is left out of the judgement, and said.
     """
     from kubectl_fluid.cli.diagnosis import describe, diagnose
-    from kubectl_fluid.cli.output import dump, write
+    from kubectl_fluid.cli.output import as_list, dump, write
 
-    name = parse_pod(pod)
+    pods = parse_pods(pod)
     session = settings.open()
     with session.api:
-        facts = gather(session, name)
-    explanation = diagnose(facts)
+        explanations = [diagnose(gather(session, name)) for name in pods]
     if settings.output == "name":
-        write(f"pod/{name}\n")
+        write("".join(f"pod/{name}\n" for name in pods))
     elif settings.output:
-        write(dump(explanation.to_json(), settings.output))
+        reports = [e.to_json() for e in explanations]
+        write(dump(reports[0] if len(reports) == 1 else as_list(reports), settings.output))
     else:
-        write(describe(explanation))
+        write("\n".join(describe(e) for e in explanations))
 
 
 def gather(session: Session, name: str) -> Facts:

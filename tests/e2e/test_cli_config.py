@@ -108,5 +108,9 @@ def test_datasets_and_explain(fl: Fluid, kubeconfig: Path) -> None:
     text = ok(kubectl_fluid(kubeconfig, "explain", "pod/plain", "-n", fl.ns))
     assert "Injected:   no" in text
     assert "it has no label fluid.io/inject=true, so the webhook never saw it" in text
+    both = json.loads(
+        ok(kubectl_fluid(kubeconfig, "explain", "pod/injected", "pod/plain", "-n", fl.ns, "-o", "json"))
+    )
+    assert [(i["name"], i["injected"]) for i in both["items"]] == [("injected", True), ("plain", False)]
     line = one_error_line(kubectl_fluid(kubeconfig, "explain", "pod/ghost", "-n", fl.ns))
     assert f'pod "ghost" not found in namespace "{fl.ns}"' in line

@@ -388,6 +388,28 @@ def test_explain_climbs_to_the_deployment(api: FakeApi, capsys: pytest.CaptureFi
     ]
 
 
+def test_explain_takes_several_pods(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 28: its usage said POD... and it refused a second name."""
+    for name in ("a", "b"):
+        api.objects[resources.PODS.object_path(NS, name)] = {"metadata": {"name": name}, "spec": {}}
+    code, out, _ = run(capsys, "explain", "pod/a", "pod/b")
+    assert code == 0
+    assert [line for line in out.splitlines() if line.startswith("Pod:")] == [
+        f"Pod:        {NS}/a",
+        f"Pod:        {NS}/b",
+    ]
+    for spelling in (["pod", "a", "b"], ["a", "b"], ["po/a", "b", "a"]):
+        code, out, _ = run(capsys, "explain", *spelling, "-o", "json")
+        assert code == 0
+        listed = json.loads(out)
+        assert listed["kind"] == "List"
+        assert [i["name"] for i in listed["items"]] == ["a", "b"]
+    assert run(capsys, "explain", "a", "b", "-o", "name")[1] == "pod/a\npod/b\n"
+    code, _, err = run(capsys, "explain", "pod/a", "deploy/b")
+    assert code == 1
+    assert err == 'error: explain takes pods, as pod/NAME, not "deploy/b"\n'
+
+
 def _fluid_pvc(name: str) -> dict[str, dict[str, Any]]:
     path = resources.PERSISTENT_VOLUME_CLAIMS.object_path(NS, name)
     return {
