@@ -2,8 +2,8 @@
 
 Adds ``fluid.io/inject: "true"`` and ``fluid.io/dataset`` to the pod template with a JSON merge patch,
 after checking that every dataset exists and has its runtime config (the webhook would refuse the
-pods otherwise); prints what changed. ``--remove`` takes them away, ``--dry-run`` prints the patch,
-``--wait`` follows the rollout.
+pods otherwise); prints what changed. ``--remove`` takes them away, ``--dry-run`` prints the patch
+(with ``-o json|yaml`` the object as it would be, as kubectl does), ``--wait`` follows the rollout.
 
 ``--fuse`` is the other injection, for workloads that mount Fluid PVCs (FUSE datasets): it adds
 ``fuse.serverful.fluid.io/inject: "true"``, for which the webhook sets ``mountPropagation:
@@ -82,8 +82,8 @@ def parse_datasets(values: tuple[str, ...]) -> list[str]:
     "--dry-run",
     type=click.Choice(["none", "client", "server"]),
     default="none",
-    help="client (what --dry-run alone means): print the patch, change nothing; server: also have the "
-    "API server validate it.",
+    help="client (what --dry-run alone means): print the patch (with -o json|yaml the object as it would "
+    "be), change nothing; server: also have the API server validate it.",
 )
 @click.option(
     "--wait",
@@ -273,8 +273,7 @@ def _apply(
         if dry_run == "client":
             _warn_absent(target, plan, datasets if remove else [])
             _report(target, plan, "(dry run)")
-            patch = plan.patch(target.kind.template_path)
-            write(f"{target}\n" if output == "name" else dump(patch, output or "json"))
+            _print_dry_run(target, obj, plan.patch(target.kind.template_path), output)
             return obj
         if plan.changes:
             params = {"dryRun": "All"} if dry_run == "server" else None
@@ -301,6 +300,17 @@ def _apply(
     else:
         _report(target, plan, "(server dry run)" if dry_run == "server" else "", stream=sys.stdout)
     return obj
+
+
+def _print_dry_run(target: Target, obj: dict[str, Any], patch: dict[str, Any], output: str | None) -> None:
+    """The patch itself, or with -o json|yaml the object as it would be (kubectl's -o with --dry-run)."""
+    from kubectl_fluid.cli.injection import merge_patch
+    from kubectl_fluid.cli.output import dump, write
+
+    if output == "name":
+        write(f"{target}\n")
+    else:
+        write(dump(merge_patch(obj, patch) if output else patch, output or "json"))
 
 
 def _warn_absent(target: Target, plan: Plan, removing: list[str]) -> None:

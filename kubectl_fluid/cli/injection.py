@@ -162,3 +162,17 @@ def template_of(obj: Mapping[str, Any], template_path: Sequence[str]) -> dict[st
     for key in template_path:
         node = (node or {}).get(key) if isinstance(node, Mapping) else None
     return dict(node or {})
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """``patch`` applied to ``target`` as the API server applies application/merge-patch+json (RFC
+    7386): what a client dry run prints as the object."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result

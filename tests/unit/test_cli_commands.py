@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from kubectl_fluid.api import names
+from kubectl_fluid.cli.injection import merge_patch
 from kubectl_fluid.cli.main import main
 from kubectl_fluid.cli.settings import Session, Settings
 from kubectl_fluid.kube import resources
 from kubectl_fluid.kube.errors import ApiError
 from kubectl_fluid.kube.kubeconfig import Access
 from kubectl_fluid.kube.resources import JOBS, REPLICASETS
-from tests.unit.test_cli_injection import merge_patch
 
 NS = "team-a"
 DEPLOY = resources.DEPLOYMENTS.object_path(NS, "web")
@@ -306,6 +306,22 @@ def test_inject_gives_the_controllers_cause_for_a_not_bound_dataset(
     code, _, err = run(capsys, "inject", "deploy/web", "--dataset", "noclass")
     assert code == 1
     assert err.startswith(f'error: runtime config for dataset "noclass" is not ready: {cause}: ')
+
+
+def test_a_client_dry_run_with_o_prints_the_object_as_it_would_be(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As kubectl's -o with --dry-run (issue 28: it printed the patch); without -o, the patch."""
+    code, out, _ = run(capsys, "inject", "deploy/web", "--dataset", "ds1", "--dry-run", "-o", "json")
+    assert code == 0
+    template = json.loads(out)["spec"]["template"]["metadata"]
+    assert template["labels"] == {"app": "web", names.LABEL_INJECT: names.TRUE}
+    assert template["annotations"] == {names.ANNOTATION_DATASET: "ds1"}
+    assert json.loads(out)["metadata"]["name"] == "web"
+    patch = json.loads(run(capsys, "inject", "deploy/web", "--dataset", "ds1", "--dry-run")[1])
+    assert set(patch) == {"spec"}
+    assert not [c for c in api.calls if c[0] == "PATCH"]
+    assert api.objects[DEPLOY] == workload()
 
 
 def test_a_missing_webhook_is_a_warning(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:

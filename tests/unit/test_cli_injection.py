@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from kubectl_fluid.api import names
 from kubectl_fluid.cli.injection import (
     Plan,
+    merge_patch,
     plan_fuse,
     plan_fuse_remove,
     plan_inject,
@@ -40,19 +41,6 @@ FLUID_LABELS = st.fixed_dictionaries(
         names.LABEL_INJECT_DONE: st.just("true"),
     },
 )
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386, as the API server applies application/merge-patch+json."""
-    if not isinstance(patch, dict):
-        return patch
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 def apply(

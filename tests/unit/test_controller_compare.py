@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from controller.compare import merge_patch
-from tests.unit.test_cli_injection import merge_patch as apply_merge_patch
+from kubectl_fluid.cli.injection import merge_patch as apply_merge_patch
 
 
 def test_removed_keys_are_nulled_nested_ones_patched() -> None:
