@@ -47,6 +47,9 @@ MISSING_SECRET_RECHECK = 10.0
 NAME_CONFLICT_RECHECK = 30.0
 # How the API server refuses a change of a workload's immutable fields (serviceName, selector...).
 _IMMUTABLE = ("Forbidden: updates to", "field is immutable")
+# The API server's 500 for an object it cannot decode (a resource quantity it cannot read, say): as
+# final as a 422, and a person's to fix; retried, it only fills the log.
+_UNDECODABLE = ("unable to convert unstructured object", "failed to convert new object")
 
 
 @dataclass
@@ -421,7 +424,7 @@ class Reconciler:
                 content_type=http.APPLY_PATCH,
             )
         except http.ApiError as e:
-            if e.code == 422:
+            if e.code == 422 or (e.code == 500 and any(w in e.message for w in _UNDECODABLE)):
                 message = f"{kind} {meta['name']} was refused: {e.message}"
                 if kind in ("StatefulSet", "DaemonSet") and any(w in e.message for w in _IMMUTABLE):
                     # A class that gains or loses a Service changes serviceName, which a StatefulSet

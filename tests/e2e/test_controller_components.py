@@ -240,6 +240,24 @@ def test_upstreams_refusals_become_conditions_and_events_and_a_fix_binds(
     assert not master.get("serviceName")  # the class gives the master no Service
     assert {"name": "v", "mountPath": "/v"} in master["template"]["spec"]["containers"][0]["volumeMounts"]
     assert fl.core.list_namespaced_service(fl.ns).items == []
+
+    # A template the API server cannot take (a quantity it cannot read): the runtime's condition says
+    # so in the server's words, for the generation it saw, with an Event (issue 28: it kept an older
+    # condition, the words only in the controller's log).
+    containers[0]["resources"] = {"requests": {"cpu": "lots"}}
+    fl.custom.patch_cluster_custom_object(
+        GROUP, VERSION, "cacheruntimeclasses", runtime_class, {"topology": topology}
+    )
+    words = "quantities must match the regular expression"
+    eventually(
+        lambda: words in fl.condition("cacheruntimes", "bad").get("message", ""), f"condition: {words}"
+    )
+    condition = fl.condition("cacheruntimes", "bad")
+    assert (condition["status"], condition["reason"]) == ("False", "InvalidStatefulSet"), condition
+    assert "StatefulSet bad-master was refused" in condition["message"]
+    generation = fl.get("cacheruntimes", "bad")["metadata"]["generation"]
+    assert condition.get("observedGeneration") == generation
+    eventually(lambda: any(words in e for e in fl.events("bad")), f"an Event: {words}")
     assert controller.alive()
 
 
