@@ -228,7 +228,7 @@ def test_upstreams_refusals_become_conditions_and_events_and_a_fix_binds(
     fl.patch(
         "cacheruntimes", "bad", {"spec": {"master": {"volumeMounts": [{"name": "v", "mountPath": "/v"}]}}}
     )
-    containers = [{"name": "master", "image": "registry.k8s.io/pause:3.10"}]
+    containers: list[dict[str, Any]] = [{"name": "master", "image": "registry.k8s.io/pause:3.10"}]
     topology["master"]["template"]["spec"]["containers"] = containers
     fl.custom.patch_cluster_custom_object(
         GROUP, VERSION, "cacheruntimeclasses", runtime_class, {"topology": topology}

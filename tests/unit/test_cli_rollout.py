@@ -58,7 +58,7 @@ def test_deployment_whose_pods_cannot_be_created_fails_with_the_reason() -> None
         'pods "app2-5d8f-" is forbidden: admission webhook "pod-admission.fluid.io" denied the request: '
         'dataset "demo" not found in namespace "default"'
     )
-    status = {
+    status: dict[str, Any] = {
         "observedGeneration": 2,
         "updatedReplicas": 0,
         "conditions": [
