@@ -49,6 +49,7 @@ from csi.fuse.fusepods import FusePodManager
 from csi.fuse.fuserunner import FuseRunner
 from csi.keyedthreads import DEFAULT_DEADLINE
 from csi.model.fusepodparams import node_resources
+from csi.node.propagation import PropagationCheck
 from csi.node.publisher import MirrorPublisher
 from csi.rpc.controller_service import ControllerServicer, PvLookup
 from csi.rpc.identity import IdentityServicer
@@ -248,7 +249,19 @@ def _host_path(value: str) -> str:
 def build_mirror(args: argparse.Namespace) -> MirrorPublisher | None:
     if args.mode == "controller" or not args.mirror:
         return None
-    return MirrorPublisher(args.node_id, lambda: client.connect(args.kubeconfig))
+    return MirrorPublisher(
+        args.node_id,
+        lambda: client.connect(args.kubeconfig),
+        program=" ".join(args.fuse_binary.split()),
+        image=args.fuse_image if args.mount_mode == "standalone" else None,
+    )
+
+
+def build_propagation(args: argparse.Namespace) -> PropagationCheck | None:
+    """Who tells a pod that cannot see its remounted volume; with the mirror, as both need the API."""
+    if args.mode == "controller" or not args.mirror:
+        return None
+    return PropagationCheck(args.node_id, lambda: client.connect(args.kubeconfig))
 
 
 def build_fuse_runner(args: argparse.Namespace) -> FuseRunner | None:
@@ -309,6 +322,7 @@ def build_server(
             fuse=build_fuse_runner(args),
             fuse_settings=settings,
             deadline=args.fuse_deadline,
+            propagation=build_propagation(args),
         )
         if args.mode != "controller"
         else None
@@ -347,6 +361,12 @@ async def run(args: argparse.Namespace) -> None:
         # Served all the same (unstaging and other keys' volumes need no new FUSE), but not ready,
         # and every NodeStage that needs a FUSE answers FailedPrecondition with this.
         log.error("%s", problem)
+    if args.mode != "controller" and names.is_fuse_standin(args.fuse_binary):
+        log.warning(
+            "the FUSE is %s, the test bed's stand-in: it serves a directory of this node, not a Curvine"
+            " cache, and no default install runs it; run Curvine's curvine-fuse (--fuse-binary)",
+            names.FUSE_STANDIN_PROGRAM,
+        )
 
     def not_ready() -> str | None:
         if not recovered.is_set():

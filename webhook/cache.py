@@ -1,10 +1,13 @@
 """The webhook's view of the cluster: watch caches of Datasets, CacheRuntimes, runtime-config
-ConfigMaps and Fluid PVCs, so that an admission makes no API round trip in steady state.
+ConfigMaps, claims, StorageClasses and PersistentVolumes, so that an admission makes no API round trip
+in steady state.
 
 Cache misses for Datasets and ConfigMaps fall back to one direct GET each: a Dataset created just
-before its first pod can reach us through the API before it reaches us through the watch. PVCs are
-cached only when they carry ``fluid.io/dataset-id`` (all Fluid PVCs do, from the moment the
-controller creates them); a PVC missing from that cache is not a Fluid PVC, with no GET.
+before its first pod can reach us through the API before it reaches us through the watch. Claims,
+StorageClasses and PVs are never fetched: every pod of the cluster that mounts a claim reaches the
+webhook (its propagation entry), and a GET for each would cost the API server a round trip per pod.
+Claims and PVs are held trimmed to the fields read (``_trim_claim``, ``_trim_pv``): a few hundred bytes
+each, where the objects are kilobytes, as every claim and PV of the cluster is held.
 
 What a GET finds belongs to the admission that asked: ``prefetch`` returns it in a view of its own,
 dropped with the admission. No store of found objects is shared between admissions, so none has to be
@@ -94,7 +97,9 @@ class ClusterLookup:
         self.configmaps = WatchCache(
             api, resources.CONFIGMAPS, label_selector=f"{names.LABEL_APP_MANAGED_BY}={names.MANAGED_BY}"
         )
-        self.pvcs = WatchCache(api, resources.PERSISTENT_VOLUME_CLAIMS, label_selector=names.LABEL_DATASET_ID)
+        self.pvcs = WatchCache(api, resources.PERSISTENT_VOLUME_CLAIMS, trim=_trim_claim)
+        self.storage_classes = WatchCache(api, resources.STORAGE_CLASSES)
+        self.pvs = WatchCache(api, resources.PERSISTENT_VOLUMES, trim=_trim_pv)
         self.budgets = budgets or Budgets()
         self.not_found: NotFound[Key] = not_found or NotFound()
         self._clock = clock
@@ -106,7 +111,7 @@ class ClusterLookup:
         self.configmaps.add_handler(self._forget("ConfigMap"))
 
     def caches(self) -> list[WatchCache]:
-        return [self.datasets, self.runtimes, self.configmaps, self.pvcs]
+        return [self.datasets, self.runtimes, self.configmaps, self.pvcs, self.storage_classes, self.pvs]
 
     def synced(self) -> bool:
         return all(c.synced.is_set() for c in self.caches())
@@ -121,6 +126,12 @@ class ClusterLookup:
 
     def pvc(self, namespace: str, name: str) -> Obj | None:
         return self.pvcs.get(namespace, name)
+
+    def storage_class(self, name: str) -> Obj | None:
+        return self.storage_classes.get(None, name)
+
+    def pv(self, name: str) -> Obj | None:
+        return self.pvs.get(None, name)
 
     # -- misses
 
@@ -252,3 +263,31 @@ class Fetched:
 
     def pvc(self, namespace: str, name: str) -> Obj | None:
         return self._caches.pvc(namespace, name)
+
+    def storage_class(self, name: str) -> Obj | None:
+        return self._caches.storage_class(name)
+
+    def pv(self, name: str) -> Obj | None:
+        return self._caches.pv(name)
+
+
+def _keep(obj: Obj, section: str, keys: tuple[str, ...]) -> None:
+    held = obj.get(section)
+    if isinstance(held, dict):
+        obj[section] = {key: held[key] for key in keys if key in held}
+
+
+def _trim_claim(pvc: Obj) -> None:
+    """What admission reads of a claim: its name and labels (a Dataset's claim), class and volume."""
+    _keep(pvc, "metadata", ("name", "namespace", "uid", "resourceVersion", "labels", "deletionTimestamp"))
+    _keep(pvc, "spec", ("storageClassName", "volumeName"))
+    pvc.pop("status", None)
+
+
+def _trim_pv(pv: Obj) -> None:
+    """What admission reads of a PV: its CSI driver."""
+    _keep(pv, "metadata", ("name", "uid", "resourceVersion"))
+    spec = pv.get("spec")
+    csi = spec.get("csi") if isinstance(spec, dict) else None
+    pv["spec"] = {"csi": {"driver": csi.get("driver")}} if isinstance(csi, dict) else {}
+    pv.pop("status", None)

@@ -22,6 +22,7 @@ from kubectl_fluid.api.datasetrefs import is_dataset_pvc
 from webhook.denials import quote, some
 from webhook.errors import Denied
 from webhook.lookup import Lookup
+from webhook.routing import asks_for_injection
 
 _NAMESPACE_SEPARATOR = "/"
 # The default of ``fluid-webhook --max-datasets-per-pod``: far above what a workload uses, far below
@@ -123,8 +124,13 @@ def collect(
 ) -> Collected:
     """All datasets of the pod in ``namespace`` (the AdmissionRequest's, as a pod created by a
     controller has none in its object). Raises Denied for a reference to another namespace, for more
-    than ``max_datasets`` datasets, and for an annotation entry that cannot be a Dataset name."""
-    from_annotation = _local_names(requested_datasets(pod), namespace)
+    than ``max_datasets`` datasets, and for an annotation entry that cannot be a Dataset name.
+
+    A pod that carries no injection label asked for nothing (it reaches the webhook through the
+    propagation entry, because it mounts a claim): its annotations are not read and it is never
+    refused."""
+    asked = asks_for_injection(pod)
+    from_annotation = _local_names(requested_datasets(pod), namespace) if asked else []
     _check_count(len(from_annotation), max_datasets)
     _check_names(from_annotation)
     from_pvcs = pvc_datasets(pod, namespace, lookup)
@@ -134,5 +140,6 @@ def collect(
         datasets = from_pvcs
     else:
         datasets = sorted(set(from_annotation).union(from_pvcs))
-    _check_count(len(datasets), max_datasets)
+    if asked:
+        _check_count(len(datasets), max_datasets)
     return Collected(from_annotation, from_pvcs, datasets)

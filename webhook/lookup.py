@@ -10,8 +10,16 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal, Protocol
 
 Kind = Literal["dataset", "configmap", "pvc"]
+# The cluster-scoped kinds the core reads (never fetched on a miss: see ``storage_class``).
+ClusterKind = Literal["storageclass", "pv"]
 # The ``kind`` field of each object StaticLookup indexes, by the Lookup method that returns it.
-_KINDS: Mapping[str, Kind] = {"Dataset": "dataset", "ConfigMap": "configmap", "PersistentVolumeClaim": "pvc"}
+_KINDS: Mapping[str, Kind | ClusterKind] = {
+    "Dataset": "dataset",
+    "ConfigMap": "configmap",
+    "PersistentVolumeClaim": "pvc",
+    "StorageClass": "storageclass",
+    "PersistentVolume": "pv",
+}
 
 
 class Lookup(Protocol):
@@ -24,12 +32,18 @@ class Lookup(Protocol):
 
     def pvc(self, namespace: str, name: str) -> dict[str, Any] | None: ...
 
+    # Cluster-scoped, from the watch caches only: a claim's class and volume exist before the claim is
+    # bound and long before a pod mounts it, so a miss means "not known", never a GET.
+    def storage_class(self, name: str) -> dict[str, Any] | None: ...
+
+    def pv(self, name: str) -> dict[str, Any] | None: ...
+
 
 class StaticLookup:
     """A dict-backed Lookup for tests and benches: objects are indexed by kind, namespace and name."""
 
     def __init__(self, objects: Iterable[Mapping[str, Any]] = ()) -> None:
-        self._objects: dict[tuple[Kind, str, str], dict[str, Any]] = {}
+        self._objects: dict[tuple[Kind | ClusterKind, str, str], dict[str, Any]] = {}
         for obj in objects:
             self.add(obj)
 
@@ -38,7 +52,7 @@ class StaticLookup:
         if kind is None:
             raise ValueError(f"StaticLookup holds {', '.join(_KINDS)}, not {obj.get('kind')!r}")
         meta = obj["metadata"]
-        self._objects[kind, meta["namespace"], meta["name"]] = dict(obj)
+        self._objects[kind, meta.get("namespace", ""), meta["name"]] = dict(obj)
 
     def dataset(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self._objects.get(("dataset", namespace, name))
@@ -48,6 +62,12 @@ class StaticLookup:
 
     def pvc(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self._objects.get(("pvc", namespace, name))
+
+    def storage_class(self, name: str) -> dict[str, Any] | None:
+        return self._objects.get(("storageclass", "", name))
+
+    def pv(self, name: str) -> dict[str, Any] | None:
+        return self._objects.get(("pv", "", name))
 
 
 class RecordingLookup:
@@ -80,3 +100,9 @@ class RecordingLookup:
         found = self.inner.pvc(namespace, name)
         self._seen("pvc", namespace, name, found)
         return found
+
+    def storage_class(self, name: str) -> dict[str, Any] | None:
+        return self.inner.storage_class(name)
+
+    def pv(self, name: str) -> dict[str, Any] | None:
+        return self.inner.pv(name)

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from kubectl_fluid.api import names
 from webhook.collect import MAX_DATASETS_PER_POD, Collected, collect
+from webhook.drivermounts import driver_volumes
 from webhook.errors import Denied
 from webhook.lookup import Lookup
 from webhook.patch import json_patch
@@ -29,7 +30,8 @@ NO_DATASET_WARNING = (
 )
 NO_FLUID_PVC_WARNING = (
     f"pod asks for mount propagation ({names.LABEL_FUSE_SERVERFUL_INJECT}={names.TRUE}) but mounts no "
-    "Fluid PVC the webhook knows of: it is admitted unchanged"
+    f"volume of {names.CSI_DRIVER} the webhook knows of (a Dataset's PVC, a claim of its StorageClass "
+    "or PV): it is admitted unchanged"
 )
 
 
@@ -85,7 +87,7 @@ def admit(
     if group == CLIENTLESS and not datasets:
         return Outcome(group, warnings=[NO_DATASET_WARNING])
     warnings = []
-    if group == SERVERFUL and not collected.from_pvcs and asks_for_propagation(pod):
+    if group == SERVERFUL and asks_for_propagation(pod) and not driver_volumes(pod, namespace, lookup):
         warnings.append(NO_FLUID_PVC_WARNING)
 
     plugins = profile.plugins(group, with_dataset=bool(datasets))

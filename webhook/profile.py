@@ -42,22 +42,24 @@ WITHOUT_DATASET: Final = "withoutDataset"
 _TOP: Final = "plugins"
 
 # What manifests ship (ConfigMap webhook-plugins). Clientless pods get their runtime config; serverful
-# pods (Fluid PVCs, no injection label) get host-to-container propagation on dataset mounts and the
-# in-use annotation; serverless pods only the annotation until a FUSE sidecar plugin exists.
+# pods (labelled fuse.serverful.fluid.io/inject, or asking for nothing: the propagation entry) get
+# host-to-container propagation on the mounts of the CSI driver's volumes and, with a Fluid PVC, the
+# in-use annotation; serverless pods only the annotation until a FUSE sidecar plugin exists. A
+# clientless pod that also mounts a volume of the driver gets the propagation too.
 DEFAULT_PROFILE: Final = """\
 plugins:
   clientless:
-    withDataset: [RuntimeConfigInjector]
+    withDataset: [RuntimeConfigInjector, MountPropagationInjector]
     withoutDataset: []
   serverful:
     withDataset: [MountPropagationInjector, DatasetUsageInjector]
-    withoutDataset: []
+    withoutDataset: [MountPropagationInjector]
   serverless:
     withDataset: [DatasetUsageInjector]
     withoutDataset: []
 """
 CLIENTLESS_DEFAULT: Final[Mapping[str, tuple[str, ...]]] = {
-    WITH_DATASET: ("RuntimeConfigInjector",),
+    WITH_DATASET: ("RuntimeConfigInjector", "MountPropagationInjector"),
     WITHOUT_DATASET: (),
 }
 

@@ -15,6 +15,14 @@ SERVERFUL: Final = "serverful"
 GROUPS: Final[tuple[Group, ...]] = (CLIENTLESS, SERVERLESS, SERVERFUL)
 
 
+def asks_for_injection(pod: dict[str, Any]) -> bool:
+    """Whether the pod carries one of the groups' labels. One that does not reached the webhook
+    through the propagation entry (``names.WEBHOOK_PROPAGATION_ENTRY``) and is served as serverful,
+    never refused."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return any(labels.get(label) == names.TRUE for label in names.INJECTION_LABELS)
+
+
 def route(pod: dict[str, Any]) -> Group:
     """First match wins: the clientless label, then the serverless label, else serverful."""
     labels = (pod.get("metadata") or {}).get("labels") or {}

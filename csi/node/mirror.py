@@ -18,9 +18,12 @@ from kubectl_fluid.api.fusemount import (
 )
 
 
-def to_fusemount(node: str, entry: MountEntry) -> dict[str, Any]:
+def to_fusemount(
+    node: str, entry: MountEntry, program: str | None = None, image: str | None = None
+) -> dict[str, Any]:
     """The FuseMount of ``entry`` on ``node`` as Kubernetes JSON (spec and status; the publisher
-    sends the status through the status subresource)."""
+    sends the status through the status subresource). ``program``: the node's FUSE command, and
+    ``image`` the image of its FUSE pods (standalone)."""
     params = entry.params
     spec = FuseMountSpec(
         node_name=node,
@@ -31,6 +34,8 @@ def to_fusemount(node: str, entry: MountEntry) -> dict[str, Any]:
         mnt_path=entry.mnt_path,
         mode=entry.mode,
         fuse_args=fuse_args(params, entry.mnt_path),
+        program=program,
+        image=image if entry.mode == "standalone" else None,
     )
     status = FuseMountStatus(
         phase=entry.phase,
@@ -40,7 +45,7 @@ def to_fusemount(node: str, entry: MountEntry) -> dict[str, Any]:
                 volume_id=volume_id,
                 staging_path=volume.staging_path,
                 targets=[
-                    PublishTarget(path=path, pod_uid=target.pod_uid)
+                    PublishTarget(path=path, pod_uid=target.pod_uid, pod=target.pod, stale=target.stale)
                     for path, target in sorted(volume.targets.items())
                 ],
             )
@@ -49,7 +54,7 @@ def to_fusemount(node: str, entry: MountEntry) -> dict[str, Any]:
         pid=entry.pid,
         pod_name=entry.pod_name,
         last_transition_time=entry.phase_time,
-        reason=entry.reason,
+        reason=entry.reason or stale_summary(entry),
     )
     return {
         "apiVersion": names.API_VERSION,
@@ -61,3 +66,17 @@ def to_fusemount(node: str, entry: MountEntry) -> dict[str, Any]:
         "spec": spec.to_kube(),
         "status": status.to_kube(),
     }
+
+
+def stale_summary(entry: MountEntry) -> str | None:
+    """The reason of a mount whose FUSE serves, but some pods' containers still show the one it
+    replaced: the first such target's words, and how many more there are."""
+    stale = [t.stale for v in entry.volumes.values() for _, t in sorted(v.targets.items()) if t.stale]
+    if not stale:
+        return None
+    more = (
+        f" (and {len(stale) - 1} more pod(s) likewise: see status.volumes[].targets[].stale)"
+        if len(stale) > 1
+        else ""
+    )
+    return stale[0] + more

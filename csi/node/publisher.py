@@ -40,11 +40,13 @@ Connect = Callable[[], Awaitable[kr8s.asyncio.Api]]
 Objects = dict[str, dict[str, Any]]
 
 
-def desired_objects(node: str, state: NodeState) -> Objects:
+def desired_objects(
+    node: str, state: NodeState, program: str | None = None, image: str | None = None
+) -> Objects:
     """Every FuseMount this node should have, by name."""
     wanted: Objects = {}
     for entry in state.mounts.values():
-        obj = to_fusemount(node, entry)
+        obj = to_fusemount(node, entry, program, image)
         wanted[obj["metadata"]["name"]] = obj
     return wanted
 
@@ -64,9 +66,15 @@ class MirrorPublisher:
         retry_cap: float = 1.0,
         debounce: float = 0.02,
         resync: float = 300.0,
+        *,
+        program: str | None = None,
+        image: str | None = None,
     ) -> None:
         self.node = node
         self.connect = connect
+        # Which FUSE serves this node's mounts (its command, the FUSE pods' image): on every object.
+        self.program = program
+        self.image = image
         # The mirror must catch up within 2 s of the API server coming back: the retry wait stays
         # well under that.
         self.retry_cap = retry_cap
@@ -145,7 +153,7 @@ class MirrorPublisher:
             self._api = await self.connect()
         if self._written is None:
             self._written = await self._list_own()
-        wanted = desired_objects(self.node, state)
+        wanted = desired_objects(self.node, state, self.program, self.image)
         apply, delete = changes(wanted, self._written)
         # Each object on its own: one the server refuses must not hold back the others.
         failed: Exception | None = None

@@ -37,6 +37,11 @@ class _Record(BaseModel):
 class TargetEntry(_Record):
     readonly: bool
     pod_uid: str | None = None
+    # "namespace/name" of the pod (kubelet's podInfoOnMount), to look it up after a FUSE restart.
+    pod: str | None = None
+    # Why the pod's containers still show a FUSE that was replaced (csi/node/propagation.py): set
+    # once, never cleared while the target lives, since such a container never sees a new mount.
+    stale: str | None = None
 
 
 class VolumeEntry(_Record):
@@ -221,7 +226,13 @@ def unstage(
 
 
 def publish(
-    state: NodeState, volume_id: str, target: str, readonly: bool, pod_uid: str | None = None
+    state: NodeState,
+    volume_id: str,
+    target: str,
+    readonly: bool,
+    pod_uid: str | None = None,
+    *,
+    pod: str | None = None,
 ) -> NodeState:
     """Record ``target`` as a publication of staged ``volume_id``. Publishing the same target again
     the same way changes nothing (a pod UID learnt late is filled in); the target bound to another
@@ -242,10 +253,29 @@ def publish(
         if existing.readonly != readonly:
             mode = "read-only" if existing.readonly else "read-write"
             raise StateConflict(f"target {target} already publishes volume {volume_id} {mode}")
-        if pod_uid is None or existing.pod_uid == pod_uid:
+        if (pod_uid is None or existing.pod_uid == pod_uid) and (pod is None or existing.pod == pod):
             return state
-    targets = {**volume.targets, target: TargetEntry(readonly=readonly, pod_uid=pod_uid)}
+    targets = {**volume.targets, target: TargetEntry(readonly=readonly, pod_uid=pod_uid, pod=pod)}
     return _put_volume(state, entry, volume_id, volume.model_copy(update={"targets": targets}))
+
+
+def mark_stale(state: NodeState, key: str, marks: Mapping[str, str]) -> NodeState:
+    """Record, for each target of ``marks`` still published under ``key``, why its pod's containers
+    still show an older FUSE; a target marked already keeps its first reason. Nothing new: unchanged."""
+    entry = state.mounts.get(key)
+    if entry is None:
+        return state
+    for volume_id, volume in entry.volumes.items():
+        fresh = {
+            target: held.model_copy(update={"stale": marks[target]})
+            for target, held in volume.targets.items()
+            if target in marks and held.stale is None
+        }
+        if fresh:
+            marked = volume.model_copy(update={"targets": {**volume.targets, **fresh}})
+            state = _put_volume(state, entry, volume_id, marked)
+            entry = state.mounts[key]
+    return state
 
 
 def unpublish(state: NodeState, target: str) -> NodeState:

@@ -44,7 +44,7 @@ import contextlib
 import errno
 import logging
 import os
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -62,6 +62,7 @@ from csi.keyedthreads import DEFAULT_DEADLINE, Stuck
 from csi.model.errors import FuseUnavailable, StateConflict
 from csi.model.fusecmd import fuse_argv
 from csi.model.mountkey import fuse_mount_dir, mount_key, volume_dir, volume_source, volumes_dir
+from csi.model.propagation import TargetRef
 from csi.model.volumes import ContextVolume, parse_volume_context, reader_only_context
 from csi.node import state as st
 from csi.node import statefile
@@ -75,6 +76,8 @@ from kubectl_fluid.api.fusemount import FuseMountPhase
 log = logging.getLogger("csi.node_service")
 
 POD_UID_KEY = "csi.storage.k8s.io/pod.uid"
+POD_NAME_KEY = "csi.storage.k8s.io/pod.name"
+POD_NAMESPACE_KEY = "csi.storage.k8s.io/pod.namespace"
 # Inside --state-dir: each embedded FUSE's output, {mount-key}.log.
 FUSE_LOG_DIR = "fuse-logs"
 
@@ -96,6 +99,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         fuse: FuseRunner | None = None,
         fuse_settings: Mapping[str, Any] | None = None,
         deadline: float = DEFAULT_DEADLINE,
+        propagation: Callable[[Sequence[TargetRef]], Awaitable[Mapping[str, str]]] | None = None,
     ) -> None:
         self.node_id = node_id
         self.state_path = Path(state_dir) / names.CSI_STATE_FILE
@@ -123,6 +127,9 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         # slow FUSE server.
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="fluid-csi-state")
         self._background: set[asyncio.Task[None]] = set()
+        # Asked, after a FUSE was replaced and its targets bound again, which pods do not see it
+        # (csi/node/propagation.py); None: nobody asks (no API server, as under csi-sanity).
+        self.propagation = propagation
         # Told every saved state (the FuseMount publisher); must return at once.
         self.mirror = mirror
         if mirror is not None:
@@ -209,9 +216,20 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                 log.exception("re-binding after a FUSE restart failed", extra={"mount_key": key})
                 whole = False
             self._save(st.set_phase(self.state, key, "Ready" if whole else "Broken", now=st.timestamp()))
+            self._soon(self._check_propagation(key, _published(entry)))
 
         await self._on_key(key, rebind)
         await self._durable()
+
+    async def _check_propagation(self, key: str, targets: list[TargetRef]) -> None:
+        """Mark the targets, bound before the FUSE was replaced, whose pods' containers cannot see
+        the new mount (the FuseMount's reason, an Event on the pod)."""
+        if self.propagation is None or not targets:
+            return
+        marks = await self.propagation(targets)
+        if marks:
+            self._save(st.mark_stale(self.state, key, marks))
+            await self._durable()
 
     async def _on_key(self, key: str, work: Callable[[], Awaitable[None]]) -> None:
         """Background work on a key (recovery, health, re-binding after a restart): a key that does
@@ -375,11 +393,14 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             await self._takeover(entry)
             await self._stop_key(key)  # a standalone FUSE pod is deleted even when not adopted
             return
-        if not await self._takeover(entry):
+        adopted = await self._takeover(entry)
+        if not adopted:
             await self._launch(entry)
         whole = await self.calls.host(key, "re-binding its volumes", self._rebind, self.state.mounts[key])
         phase: FuseMountPhase = "Ready" if whole else "Broken"
         self._save(st.set_phase(self.state, key, phase, now=st.timestamp()))
+        if not adopted:  # a new FUSE: the running pods' containers hold the old one's mount
+            self._soon(self._check_propagation(key, _published(entry)))
 
     async def watch_health(self, interval: float = 2.0) -> None:
         """Forever: ``check_health`` every ``interval`` seconds (a task of the server's life)."""
@@ -577,17 +598,29 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         # upstream Fluid's node server does for MULTI_NODE_READER_ONLY.
         readonly = request.readonly or reader_only(request.volume_capability)
         pod_uid = request.volume_context.get(POD_UID_KEY) or None
+        pod = _pod_of(request.volume_context)
         await self._call(
-            key, lambda: self._publish(key, volume_id, staging, target, readonly=readonly, pod_uid=pod_uid)
+            key,
+            lambda: self._publish(
+                key, volume_id, staging, target, readonly=readonly, pod_uid=pod_uid, pod=pod
+            ),
         )
         await self._durable()
         return csi_pb2.NodePublishVolumeResponse()
 
     async def _publish(
-        self, key: str, volume_id: str, staging: str, target: str, *, readonly: bool, pod_uid: str | None
+        self,
+        key: str,
+        volume_id: str,
+        staging: str,
+        target: str,
+        *,
+        readonly: bool,
+        pod_uid: str | None,
+        pod: str | None = None,
     ) -> None:
         before = self.state
-        new = st.publish(before, volume_id, target, readonly, pod_uid)  # refused before mounting
+        new = st.publish(before, volume_id, target, readonly, pod_uid, pod=pod)  # refused before mounting
         args = (before.mounts[key], volume_id, staging, target, readonly)
         bound = await self.calls.host(
             key, f"publishing volume {volume_id} at {target}", self._publish_on_host, *args
@@ -595,7 +628,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         try:
             if self.state is not before:
                 # Applied to the state as it is now: other keys' calls changed it meanwhile.
-                new = st.publish(self.state, volume_id, target, readonly, pod_uid)
+                new = st.publish(self.state, volume_id, target, readonly, pod_uid, pod=pod)
         except StateConflict:
             # Another key's volume was published at this very target meanwhile (kubelet never
             # asks that): ours must not show on top of it.
@@ -622,6 +655,23 @@ class NodeService(csi_pb2_grpc.NodeServicer):
     async def _unpublish(self, key: str, target: str) -> None:
         await self.calls.host(key, f"unpublishing {target}", _unpublish_on_host, target)
         self._save(st.unpublish(self.state, target))
+
+
+def _pod_of(context: Mapping[str, str]) -> str | None:
+    """ "namespace/name" of the pod kubelet publishes for (podInfoOnMount), when it says."""
+    namespace, name = context.get(POD_NAMESPACE_KEY), context.get(POD_NAME_KEY)
+    return f"{namespace}/{name}" if namespace and name else None
+
+
+def _published(entry: st.MountEntry) -> list[TargetRef]:
+    """The entry's targets whose pod is known, as the propagation check takes them."""
+    refs = []
+    for volume in entry.volumes.values():
+        for target, held in sorted(volume.targets.items()):
+            if held.pod and held.stale is None:
+                namespace, _, pod = held.pod.partition("/")
+                refs.append(TargetRef(target, namespace, pod, held.pod_uid))
+    return refs
 
 
 def _record_process(state: st.NodeState, key: str, handle: FuseHandle) -> st.NodeState:

@@ -22,11 +22,24 @@ class FuseMountSpec(KubeModel):
     mnt_path: str = Field(description="Host path of the FUSE mount.")
     mode: names.MountMode
     fuse_args: list[str] = Field(default_factory=list)
+    program: str | None = Field(
+        default=None,
+        description="The FUSE program serving the mount, as the node service runs it (fuseArgs follow it).",
+    )
+    image: str | None = Field(default=None, description="The image of the FUSE pod (standalone mode).")
 
 
 class PublishTarget(KubeModel):
     path: str
     pod_uid: str | None = None
+    pod: str | None = Field(default=None, description="namespace/name of the pod it was published for.")
+    stale: str | None = Field(
+        default=None,
+        description=(
+            "Why the pod's containers still show a FUSE that was replaced: they mount the volume without"
+            " HostToContainer propagation. Delete the pod to mount it again."
+        ),
+    )
 
 
 class StagedVolume(KubeModel):
@@ -42,7 +55,10 @@ class FuseMountStatus(KubeModel):
     pid: int | None = Field(default=None, description="FUSE process id (embedded mode).")
     pod_name: str | None = Field(default=None, description="FUSE pod (standalone mode).")
     last_transition_time: str | None = Field(default=None, json_schema_extra=DATE_TIME)
-    reason: str | None = Field(default=None, description="Why the mount is Broken, and what to do.")
+    reason: str | None = Field(
+        default=None,
+        description="Why the mount is Broken, or which pods still show a replaced FUSE; and what to do.",
+    )
 
 
 class FuseMount(Resource):

@@ -41,6 +41,16 @@ WEBHOOK_ENTRIES: Final = {
     "fuse.serverful.fluid.io": LABEL_FUSE_SERVERFUL_INJECT,
     "sidecar.fuse.fluid.io": LABEL_SERVERLESS_INJECT,
 }
+# The labels a pod asks for injection with: a pod that carries none of them asked for nothing.
+INJECTION_LABELS: Final = tuple(WEBHOOK_ENTRIES.values())
+# A fourth entry, for the pods that asked for nothing: those that mount a volume of the CSI driver get
+# HostToContainer propagation on its mounts (issue 28), so that a FUSE restarted on the node shows up
+# in their running containers. It fails open: such a pod did not ask for anything, and the webhook
+# being away must not stop every pod with a claim in the cluster.
+WEBHOOK_PROPAGATION_ENTRY: Final = "mountpropagation.fluid.io"
+# Upstream Fluid's opt-out: a pod (or namespace) labelled so is never sent to that entry.
+LABEL_ENABLE_INJECTION: Final = "fluid.io/enable-injection"
+FALSE: Final = "false"
 # The MutatingWebhookConfiguration, the Service in front of the replicas, and the Secret holding the
 # shared CA and serving certificate that ``--bootstrap-certs`` keeps (SPEC §4, TLS).
 WEBHOOK_NAME: Final = "fluid-pod-admission-webhook"
@@ -159,6 +169,11 @@ FUSE_SHARED_PATH_VOLUME: Final = "fluid-cache-runtime-shared-path"
 
 # --- CSI driver (SPEC §5) -------------------------------------------------------------------------
 CSI_DRIVER: Final = "curvine.csi.fluid.io"
+# The test bed's FUSE (csi/standin): its console script, and its module for ``python -m``. No default
+# install runs it; a mount it serves says so (``is_fuse_standin``), as it serves a node's directory,
+# not a cache.
+FUSE_STANDIN_PROGRAM: Final = "curvine-fuse-standin"
+FUSE_STANDIN_MODULE: Final = "csi.standin.fusestandin"
 # The node service's field manager: the only writer of FuseMount objects.
 CSI_NODE_FIELD_MANAGER: Final = "fluid-csi-node"
 KUBELET_PLUGINS_ROOT: Final = "/var/lib/kubelet/plugins"
@@ -488,3 +503,16 @@ def fuse_pod_labels(node: str, mount_key: str) -> dict[str, str]:
 def fuse_mount_node_selector(node: str) -> str:
     """Label selector for one node's FuseMounts (node names may exceed a label value's 63)."""
     return f"{LABEL_NODE}={fit_63(node)}"
+
+
+def fuse_program_name(program: str) -> str:
+    """The short name of a FUSE command line: its executable's base name, or the module of
+    ``python -m MODULE``."""
+    words = program.split()
+    if "-m" in words[:-1]:
+        return words[words.index("-m") + 1]
+    return words[0].rsplit("/", 1)[-1] if words else ""
+
+
+def is_fuse_standin(program: str) -> bool:
+    return fuse_program_name(program) in (FUSE_STANDIN_PROGRAM, FUSE_STANDIN_MODULE)

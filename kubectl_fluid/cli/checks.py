@@ -45,12 +45,29 @@ def dataset_problem(api: Api, namespace: str, dataset: str, *, deleting: bool = 
     return deepest_problem(dataset, problem, not_ready_cause(found)) if problem else None
 
 
-def fluid_claims(api: Api, namespace: str, claims: list[str]) -> list[str]:
-    """The claims among ``claims`` that are Fluid PVCs (one GET each; a missing one is not)."""
+def driver_claims(api: Api, namespace: str, claims: list[str]) -> list[str]:
+    """The claims among ``claims`` that the CSI driver serves (``api.drivervolumes``): a Dataset's
+    PVC, or a claim of its StorageClass or PV. One GET for each claim, and one for its class or PV
+    when it is not a Dataset's; a missing one is not."""
+    from kubectl_fluid.api import drivervolumes
+
     found = []
     for claim in claims:
         pvc = api.get(resources.PERSISTENT_VOLUME_CLAIMS.object_path(namespace, claim))
-        if pvc is not None and is_dataset_pvc(pvc):
+        if pvc is None:
+            continue
+        if is_dataset_pvc(pvc):
+            found.append(claim)
+            continue
+        volume = drivervolumes.claim_volume(pvc)
+        class_name = drivervolumes.claim_class(pvc)
+        pv = api.get(resources.PERSISTENT_VOLUMES.object_path(None, volume)) if volume else None
+        storage_class = (
+            api.get(resources.STORAGE_CLASSES.object_path(None, class_name))
+            if class_name and not pv
+            else None
+        )
+        if drivervolumes.serves_claim(pvc, storage_class, pv):
             found.append(claim)
     return found
 

@@ -5,11 +5,13 @@ after checking that every dataset exists and has its runtime config (the webhook
 pods otherwise); prints what changed. ``--remove`` takes them away, ``--dry-run`` prints the patch
 (with ``-o json|yaml`` the object as it would be, as kubectl does), ``--wait`` follows the rollout.
 
-``--fuse`` is the other injection, for workloads that mount Fluid PVCs (FUSE datasets): it adds
-``fuse.serverful.fluid.io/inject: "true"``, for which the webhook sets ``mountPropagation:
-HostToContainer`` on those mounts, so a FUSE mount re-made on the node reaches running containers.
-It checks first that the template mounts a Fluid PVC, and refuses a template labelled
-``fluid.io/inject`` (the webhook handles such pods as clientless, where propagation is not set).
+``--fuse`` is the other injection, for workloads that mount volumes of the CSI driver (a Dataset's
+PVC, a claim of its StorageClass or PV): it adds ``fuse.serverful.fluid.io/inject: "true"``, for which
+the webhook sets ``mountPropagation: HostToContainer`` on those mounts, so a FUSE mount re-made on the
+node reaches running containers. The webhook's propagation entry gives unlabelled pods the same, but
+fails open; the label makes it an ask, refused rather than admitted without it. It checks first that
+the template mounts such a volume, and refuses a template labelled ``fluid.io/inject`` (the webhook
+handles such pods as clientless, and sets the propagation there too).
 """
 
 from __future__ import annotations
@@ -111,14 +113,17 @@ def inject(
     webhook then injects every new pod. Running pods are replaced by the workload's own rollout.
 
     With --fuse the template gets the label fuse.serverful.fluid.io/inject=true instead, and the
-    webhook sets mountPropagation HostToContainer on the mounts of Fluid PVCs in every new pod.
+    webhook sets mountPropagation HostToContainer on the mounts of volumes of curvine.csi.fluid.io (a
+    Dataset's PVC, a claim of its StorageClass or PV) in every new pod, or refuses the pod. (Pods
+    without the label get the same from the webhook, but are admitted without it when the webhook is
+    away.)
 
     Checked first, so a patch never leaves pods the webhook would refuse: each dataset the pods will
     name (those the template names already too) exists in the workload's namespace, is not being
     deleted, and its runtime config is ready (the webhook's own words when not), the webhook's
-    namespaceSelector does not exclude the namespace, and with --fuse the template mounts a Fluid
-    PVC. The patch is a merge patch guarded by the object's resourceVersion, retried on a conflict;
-    it prints what changed ("(no change)" when nothing did). A bare Pod is refused: its spec is
+    namespaceSelector does not exclude the namespace, and with --fuse the template mounts a volume of
+    curvine.csi.fluid.io. The patch is a merge patch guarded by the object's resourceVersion, retried
+    on a conflict; it prints what changed ("(no change)" when nothing did). A bare Pod is refused: its spec is
     immutable, inject what creates it.
     """
     from kubectl_fluid.cli.workloads import parse_target
@@ -198,9 +203,10 @@ def _check_datasets(session: Session, target: Target, obj: dict[str, Any], datas
 
 
 def _check_fuse(session: Session, target: Target, obj: dict[str, Any]) -> None:
-    """The template mounts a Fluid PVC, and is not one the webhook handles as clientless."""
+    """The template mounts a volume of the CSI driver, and is not one the webhook handles as
+    clientless."""
     from kubectl_fluid.api import names
-    from kubectl_fluid.cli.checks import fluid_claims
+    from kubectl_fluid.cli.checks import driver_claims
     from kubectl_fluid.cli.injection import template_of
     from kubectl_fluid.cli.podview import claim_names, metadata
 
@@ -209,15 +215,16 @@ def _check_fuse(session: Session, target: Target, obj: dict[str, Any]) -> None:
     if labels.get(names.LABEL_INJECT) == names.TRUE:
         raise CliError(
             f"{target}'s pods are labelled {names.LABEL_INJECT}={names.TRUE}: the webhook handles them as "
-            "clientless, where mount propagation is not set; take that injection away first (--remove)"
+            f"clientless, and sets mount propagation on their volumes of {names.CSI_DRIVER} there too; "
+            "--fuse adds nothing"
         )
     claims = claim_names(template)
-    if not fluid_claims(session.api, session.namespace, claims):
+    if not driver_claims(session.api, session.namespace, claims):
         mounted = f"its PVCs ({', '.join(claims)}) are not" if claims else "it mounts no PVC, so none is"
         raise CliError(
-            f"{target} mounts no Fluid PVC: {mounted} a dataset's PVC (labelled {names.LABEL_DATASET_ID}); "
-            "--fuse sets mount propagation on such mounts only: mount the dataset's PVC (named like the "
-            "Dataset) first"
+            f"{target} mounts no volume of {names.CSI_DRIVER}: {mounted} a dataset's PVC (labelled "
+            f"{names.LABEL_DATASET_ID}) or a claim of a StorageClass or PV of {names.CSI_DRIVER}; --fuse "
+            "sets mount propagation on such mounts only: mount one first"
         )
 
 

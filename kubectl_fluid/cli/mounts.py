@@ -20,7 +20,7 @@ from kubectl_fluid.cli.settings import Settings
 
 HEADERS = ("NODE", "MOUNT-KEY", "MASTER-ADDRS", "FS-PATH", "MODE", "REFS", "PHASE", "AGE")
 # REASON last: it is a sentence (why a mount is Broken), as kubectl puts MESSAGE last.
-WIDE_HEADERS = (*HEADERS, "VOLUMES", "TARGETS", "PODS", "REASON")
+WIDE_HEADERS = (*HEADERS, "PROGRAM", "VOLUMES", "TARGETS", "PODS", "REASON")
 
 
 def _spec(fm: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -57,6 +57,31 @@ def pod_uids(fm: Mapping[str, Any]) -> list[str]:
     return uids
 
 
+def program_cell(spec: Mapping[str, Any]) -> str | None:
+    """The FUSE program's short name, marked when it is the test bed's stand-in; None for objects
+    of a node service older than the field."""
+    from kubectl_fluid.api import names
+
+    program = spec.get("program")
+    if not program:
+        return None
+    short = names.fuse_program_name(str(program))
+    return f"{short}(stand-in)" if names.is_fuse_standin(str(program)) else short
+
+
+def standin_nodes(items: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The nodes whose mounts the stand-in serves."""
+    from kubectl_fluid.api import names
+
+    return sorted(
+        {
+            str(_spec(fm).get("nodeName"))
+            for fm in items
+            if names.is_fuse_standin(str(_spec(fm).get("program") or ""))
+        }
+    )
+
+
 def row(
     fm: Mapping[str, Any], now: datetime, wide: bool = False, pods: Mapping[str, str] | None = None
 ) -> list[str]:
@@ -78,6 +103,7 @@ def row(
         targets = sum(len(v.get("targets") or []) for v in volumes)
         names_by_uid = pods or {}
         cells += [
+            cell(program_cell(spec)),
             cell(",".join(str(v.get("volumeID", "")) for v in volumes)),
             str(targets),
             cell(",".join(names_by_uid.get(uid, uid) for uid in pod_uids(fm))),
@@ -103,8 +129,12 @@ def mounts(node: str | None, settings: Settings) -> None:
     REFS          volumes staged on it; at 0 the FUSE mount is taken down
     PHASE         Mounting, Ready, Broken or Unmounting. A FUSE that died is started again and
                   its targets bound again; a Broken mount is left as it is: REASON says why
-                  and what to do (its fs-path gone, its FUSE not answering)
-    -o wide adds VOLUMES (their IDs), TARGETS (bind mounts into pods), PODS and REASON.
+                  and what to do (its fs-path gone, its FUSE not answering). A Ready mount has a
+                  REASON when a pod still shows the FUSE that was replaced (its volume mounted
+                  without HostToContainer propagation): delete that pod
+    -o wide adds PROGRAM (the FUSE program that serves the mount, "(stand-in)" for the test bed's
+    curvine-fuse-standin, which serves a node directory and is warned about), VOLUMES (their IDs),
+    TARGETS (bind mounts into pods), PODS and REASON.
 
     FuseMount objects are cluster-scoped: -n and -A are accepted and change nothing.
     Needs: list on fusemounts.data.fluid.io (and, for -o wide, list on pods).
@@ -125,6 +155,7 @@ def mounts(node: str | None, settings: Settings) -> None:
         if not items:
             nothing_found(None)
             return
+        _warn_standin(items)
         if output == "name":
             write("".join(f"fusemount.{names.GROUP}/{fm['metadata']['name']}\n" for fm in items))
             return
@@ -133,6 +164,19 @@ def mounts(node: str | None, settings: Settings) -> None:
     now = datetime.now(UTC)
     rows = [row(fm, now, wide, pods) for fm in items]
     write(render(WIDE_HEADERS if wide else HEADERS, rows, settings.no_headers))
+
+
+def _warn_standin(items: Sequence[Mapping[str, Any]]) -> None:
+    from kubectl_fluid.api import names
+    from kubectl_fluid.cli.output import warn
+
+    nodes = standin_nodes(items)
+    if nodes:
+        warn(
+            f"the mounts of node(s) {', '.join(nodes)} are served by {names.FUSE_STANDIN_PROGRAM}, the test "
+            "bed's stand-in: it serves a directory of the node, not a Curvine cache (no default install "
+            "runs it)"
+        )
 
 
 def _pods_by_uid(api: Any, items: Sequence[Mapping[str, Any]]) -> dict[str, str]:

@@ -61,6 +61,7 @@ class WatchCache:
         watch_timeout: int = 300,
         backoff: Backoff | None = None,
         compact: bool = False,
+        trim: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.api = api
         self.resource = resource
@@ -75,6 +76,9 @@ class WatchCache:
         self.resource_version: str | None = None
         self.relists = 0  # how often the server made us start over; tests and metrics read it
         self._packer = Packer() if compact else None
+        # Drops, in place, what no reader of this cache uses: for a resource held by the thousand
+        # (every claim of the cluster), the few fields read are all that is worth the memory.
+        self._trim = trim
         self._store: dict[Key, Any] = {}  # the object; with ``compact``, its JSON (bytes)
         self._versions: dict[Key, str | None] = {}  # each held object's resourceVersion
         # Keys by the uid of each owner their ownerReferences name (a dict for a stable order): the
@@ -292,6 +296,8 @@ class WatchCache:
         meta = obj.get("metadata")
         if isinstance(meta, dict):
             meta.pop("managedFields", None)
+        if self._trim is not None:
+            self._trim(obj)
 
     def _emit(self, event: EventType, obj: dict[str, Any]) -> None:
         for handler in self._handlers:

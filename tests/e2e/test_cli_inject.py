@@ -388,7 +388,7 @@ def test_inject_fuse_labels_a_workload_mounting_a_fluid_pvc(fl: Fluid, kubeconfi
     # A workload without a Fluid PVC is refused, and left as it was.
     deployment(fl, "plain", app_template({"app": "p"}), replicas=0)
     line = one_error_line(kubectl_fluid(kubeconfig, "inject", "deploy/plain", "--fuse", "-n", fl.ns))
-    assert "deployment.apps/plain mounts no Fluid PVC" in line
+    assert "deployment.apps/plain mounts no volume of curvine.csi.fluid.io" in line
     assert fl.apps.read_namespaced_deployment("plain", fl.ns).metadata.generation == 1
 
 

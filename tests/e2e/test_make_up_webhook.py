@@ -50,7 +50,8 @@ def test_a_webhook_that_stops_answering_is_restarted_by_make_up(tmp_path: Path, 
         registered = admission.read_mutating_webhook_configuration(names.WEBHOOK_NAME).webhooks
         url = f"https://127.0.0.1:{cluster.ports[WEBHOOK]}{names.WEBHOOK_MUTATE_PATH}"
         assert {h.name: (h.client_config.url, h.object_selector.match_labels) for h in registered} == {
-            entry: (url, {label: names.TRUE}) for entry, label in names.WEBHOOK_ENTRIES.items()
+            **{entry: (url, {label: names.TRUE}) for entry, label in names.WEBHOOK_ENTRIES.items()},
+            names.WEBHOOK_PROPAGATION_ENTRY: (url, None),
         }
 
         # Alive (its pid and start time are those recorded) but answering nothing: from outside, what

@@ -175,8 +175,12 @@ def test_two_real_pods_share_the_real_curvine_through_one_fuse_pod(bed: Bed, tmp
     assert container["command"][0] == "/opt/curvine/curvine-fuse"
     assert container["command"][container["command"].index("--master-addrs") + 1] == bed.layout.master_addrs()
     kubectl(bed.kc, "-n", SYSTEM, "logs", fuse["metadata"]["name"])
-    table = ok(kubectl_fluid(bed.kc, "mounts", "--node", NODE))
+    listed = kubectl_fluid(bed.kc, "mounts", "--node", NODE, "-o", "wide")
+    table = ok(listed)
     assert bed.layout.master_addrs() in table, table
+    # Issue 28, item 3: Curvine's own program serves it, named on the FuseMount and in the table.
+    assert " curvine-fuse " in table, table
+    assert "stand-in" not in listed.stderr, listed.stderr
     bed.key = fuse["metadata"]["labels"][names.LABEL_MOUNT_KEY]
     assert fuse_processes(bed.node, bed.key), "the real curvine-fuse is not running in the node"
 
@@ -325,6 +329,97 @@ def test_a_fuse_oom_killed_under_its_storageclass_limit_is_replaced_and_the_pods
         kubectl(bed.kc, "-n", APPS, "delete", "pvc", OOM_CLAIM, "--ignore-not-found", "--wait=true")
         kubectl(bed.kc, "delete", "pv", OOM_CLAIM, "--ignore-not-found", "--wait=true")
     eventually(lambda: len(fuse_pods(bed)) == 1, "the small FUSE's pod gone with its volume", timeout=120)
+
+
+def unpropagated_pod(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    """An app pod of the volume as a user writes one: no mountPropagation."""
+    body = app_pod(name, CLAIM)
+    for container in body["spec"]["containers"]:
+        for mount in container["volumeMounts"]:
+            mount.pop("mountPropagation", None)
+    body["metadata"]["labels"] = labels or {}
+    return body
+
+
+def test_a_fuse_pod_deleted_the_webhooks_pods_read_again_and_a_pod_it_did_not_admit_is_reported(
+    bed: Bed,
+) -> None:
+    """Issue 28, item 1, as the tester met it: a pod mounting the volume without mountPropagation,
+    then the FUSE pod deleted. The pod the webhook admitted (it asked for nothing) got HostToContainer
+    and reads again; a pod kept from the webhook (upstream's opt-out label: what every such pod was
+    before) keeps the dead mount, and the FuseMount's reason, ``mounts`` REASON and an Event on the
+    pod say so and what to do."""
+    kubectl(bed.kc, "-n", SYSTEM, "rollout", "status", "deployment/fluid-webhook", "--timeout=300s")
+
+    def ca_patched() -> bool:
+        config: dict[str, Any] = get(bed.kc, "mutatingwebhookconfiguration", names.WEBHOOK_NAME)
+        return all(w["clientConfig"].get("caBundle") for w in config["webhooks"])
+
+    eventually(ca_patched, "the webhook's CA in every entry of its configuration", timeout=120)
+    apply(
+        bed,
+        unpropagated_pod("plain"),
+        unpropagated_pod("optout", {names.LABEL_ENABLE_INJECTION: names.FALSE}),
+    )
+    for name in ("plain", "optout"):
+        eventually(
+            lambda n=name: ready(get(bed.kc, "-n", APPS, "pod", n)),  # type: ignore[misc]
+            f"pod {name} Running with the Curvine volume",
+            timeout=240,
+        )
+    plain_pod: dict[str, Any] = get(bed.kc, "-n", APPS, "pod", "plain")
+    plain_mount = plain_pod["spec"]["containers"][0]["volumeMounts"][0]
+    assert plain_mount.get("mountPropagation") == "HostToContainer", plain_mount
+    optout_pod: dict[str, Any] = get(bed.kc, "-n", APPS, "pod", "optout")
+    optout_mount = optout_pod["spec"]["containers"][0]["volumeMounts"][0]
+    assert "mountPropagation" not in optout_mount, optout_mount
+    for name in ("plain", "optout"):
+        assert sh(bed, name, "cat /data/hello").strip() == WRITTEN
+
+    [old] = fuse_pods(bed)
+    t0 = time.monotonic()
+    kubectl(bed.kc, "-n", SYSTEM, "delete", "pod", old["metadata"]["name"], "--wait=false")
+    eventually(
+        lambda: sh_quiet(bed, "plain", "cat /data/hello").strip() == WRITTEN,
+        "the pod the webhook admitted reading again after its FUSE pod was deleted",
+        timeout=120,
+    )
+    bed.figures["FUSE pod deleted to a pod without propagation by hand reading again"] = time.monotonic() - t0
+    dead = sh_quiet(bed, "optout", "cat /data/hello")
+    assert "Transport endpoint is not connected" in dead, dead
+
+    def reported() -> dict[str, Any] | None:
+        [fm] = [m for m in node_fusemounts(bed.kc) if m["spec"]["mountKey"] == bed.key]
+        reason = (fm.get("status") or {}).get("reason") or ""
+        return fm if f"{APPS}/optout" in reason else None
+
+    fm = eventually(reported, "the FuseMount naming the pod that still shows the replaced FUSE", timeout=60)
+    assert fm["status"]["phase"] == "Ready", fm["status"]
+    assert "plain" not in fm["status"]["reason"]
+    stale = {t.get("pod"): t.get("stale") for v in fm["status"]["volumes"] for t in v["targets"]}
+    assert stale[f"{APPS}/plain"] is None
+    assert "HostToContainer" in stale[f"{APPS}/optout"]
+    wide = ok(kubectl_fluid(bed.kc, "mounts", "--node", NODE, "-o", "wide"))
+    assert f"pod {APPS}/optout still shows the FUSE that was replaced" in wide, wide
+    listed: dict[str, Any] = get(
+        bed.kc, "-n", APPS, "events", "--field-selector", "involvedObject.name=optout"
+    )
+    events = listed["items"]
+    assert [e["message"] for e in events if e["reason"] == "FuseRemountNotSeen"], events
+
+    # Deleting the pod, as the reason says, is the way out: the report goes with its target.
+    kubectl(bed.kc, "-n", APPS, "delete", "pod", "plain", "optout")
+
+    def reason_gone() -> bool:
+        fm = next(m for m in node_fusemounts(bed.kc) if m["spec"]["mountKey"] == bed.key)
+        return not (fm.get("status") or {}).get("reason")
+
+    eventually(
+        reason_gone,
+        "the FuseMount's reason gone with the pod",
+        timeout=60,
+    )
+    both_read(bed, "after the FUSE pod was deleted")
 
 
 def test_both_pods_deleted_the_fuse_pod_goes_and_nothing_of_the_volume_stays_mounted(bed: Bed) -> None:

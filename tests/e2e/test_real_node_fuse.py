@@ -232,9 +232,14 @@ def test_standalone_fuse_pod_is_a_real_pod_and_mounts_shows_refcount_two(bed: Be
     assert mirrored["spec"]["mode"] == "standalone"
     command = fuse["spec"]["containers"][0]["command"]
     assert command[command.index("--master-addrs") + 1] == mirrored["spec"]["masterAddrs"]
-    table = ok(kubectl_fluid(bed.kc, "mounts", "--node", NODE))
+    listed = kubectl_fluid(bed.kc, "mounts", "--node", NODE, "-o", "wide")
+    table = ok(listed)
     assert NODE in table, table
     assert "standalone" in table, table
+    # Issue 28, item 3: the program that serves the mount, and the stand-in said to be one.
+    assert mirrored["spec"]["program"] == command[0], mirrored["spec"]
+    assert "curvine-fuse-standin(stand-in)" in table, table
+    assert f"node(s) {NODE} are served by curvine-fuse-standin, the test bed's stand-in" in listed.stderr
 
 
 def both_read_again(bed: Bed, when: str) -> None:

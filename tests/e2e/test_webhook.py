@@ -350,12 +350,15 @@ def test_a_pod_asking_for_propagation_gets_host_to_container_on_its_fluid_pvc_mo
     assert "mountPropagation" not in scratch[0]
     assert stored["metadata"]["annotations"][names.ANNOTATION_DATASETS_IN_USE] == "ds1"
 
-    # Without the label the pod is never sent to the webhook.
+    # Without the label the pod reaches the webhook through the propagation entry (issue 28, item 1)
+    # and gets the same; with upstream's opt-out label it is never sent.
     before = webhook.metric("fluid_webhook_admissions_total")
     plain = create(fl, claim_pod("plain", "ds1"))
-    assert webhook.metric("fluid_webhook_admissions_total") == before
-    assert propagation(plain) == [None, None]
-    assert names.ANNOTATION_DATASETS_IN_USE not in (plain["metadata"].get("annotations") or {})
+    assert webhook.metric("fluid_webhook_admissions_total") == before + 1
+    assert propagation(plain) == ["HostToContainer", "HostToContainer"]
+    opted_out = create(fl, claim_pod("opted-out", "ds1", {names.LABEL_ENABLE_INJECTION: names.FALSE}))
+    assert webhook.metric("fluid_webhook_admissions_total") == before + 1
+    assert propagation(opted_out) == [None, None]
 
     # Labelled but refused: a pod that names a dataset of another namespace is not admitted either.
     body = claim_pod("foreign", "ds1", SERVERFUL)
@@ -363,3 +366,47 @@ def test_a_pod_asking_for_propagation_gets_host_to_container_on_its_fluid_pvc_mo
     with pytest.raises(client.ApiException) as e:
         create(fl, body)
     assert "points to another namespace" in denial(e.value)
+
+
+def test_a_pod_that_asked_for_nothing_gets_host_to_container_on_a_claim_of_the_drivers_storageclass(
+    fl: Fluid, webhook: WebhookProcess
+) -> None:
+    """Issue 28, item 1: a Deployment's pods mounting a claim of a StorageClass the driver provisions
+    (the sample's), no label and no mountPropagation written; another driver's claim is left alone,
+    and a pod with no claim never reaches the webhook (matchConditions)."""
+    storage = client.StorageV1Api(fl.core.api_client)
+    ours, theirs = f"curvine-{fl.ns}", f"local-{fl.ns}"
+    for name, provisioner in ((ours, names.CSI_DRIVER), (theirs, "rancher.io/local-path")):
+        body = {
+            "metadata": {"name": name},
+            "provisioner": provisioner,
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }
+        storage.create_storage_class(body)
+    try:
+        for claim, storage_class in (("cv", ours), ("other", theirs)):
+            fl.core.create_namespaced_persistent_volume_claim(
+                fl.ns,
+                {
+                    "metadata": {"name": claim},
+                    "spec": {
+                        "accessModes": ["ReadWriteMany"],
+                        "storageClassName": storage_class,
+                        "resources": {"requests": {"storage": "1Gi"}},
+                    },
+                },
+            )
+
+        def seen() -> bool:
+            stored = as_json(fl.core.create_namespaced_pod(fl.ns, claim_pod("dry", "cv"), dry_run="All"))
+            return propagation(stored)[0] is not None
+
+        eventually(seen, "the webhook to know claim cv and its StorageClass", timeout=30)
+        assert propagation(create(fl, claim_pod("trainer", "cv"))) == ["HostToContainer", "HostToContainer"]
+        assert propagation(create(fl, claim_pod("elsewhere", "other"))) == [None, None]
+        before = webhook.metric("fluid_webhook_admissions_total")
+        assert injected(create(fl, pod("no-claim", inject=False, datasets=None))) == []
+        assert webhook.metric("fluid_webhook_admissions_total") == before
+    finally:
+        for name in (ours, theirs):
+            storage.delete_storage_class(name)

@@ -190,7 +190,10 @@ def test_a_values_file_without_the_clientless_group_keeps_it(tmp_path: Path) -> 
     nulled = "webhook.pluginsProfile.plugins.clientless=null"
     docs = rendered("-f", values_file(tmp_path, old), "--set", nulled)
     got = profile(docs)
-    assert got["plugins"]["clientless"] == {"withDataset": ["RuntimeConfigInjector"], "withoutDataset": []}
+    assert got["plugins"]["clientless"] == {
+        "withDataset": ["RuntimeConfigInjector", "MountPropagationInjector"],
+        "withoutDataset": [],
+    }
     assert got["plugins"]["serverful"]["withDataset"] == ["MountPropagationInjector"]
     _, warnings = load_profile(find(docs, *PROFILE)["data"]["plugins.yaml"])
     assert warnings == []

@@ -461,9 +461,9 @@ def test_fuse_refuses_a_workload_without_a_fluid_pvc(
     api: FakeApi, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert run(capsys, "inject", "deploy/web", "--fuse")[2] == (
-        "error: deployment.apps/web mounts no Fluid PVC: it mounts no PVC, so none is a dataset's PVC "
-        "(labelled fluid.io/dataset-id); --fuse sets mount propagation on such mounts only: mount the "
-        "dataset's PVC (named like the Dataset) first\n"
+        "error: deployment.apps/web mounts no volume of curvine.csi.fluid.io: it mounts no PVC, so none "
+        "is a dataset's PVC (labelled fluid.io/dataset-id) or a claim of a StorageClass or PV of "
+        "curvine.csi.fluid.io; --fuse sets mount propagation on such mounts only: mount one first\n"
     )
     api.objects[DEPLOY] = _mounting(["scratch"])
     code, _, err = run(capsys, "inject", "deploy/web", "--fuse")
@@ -475,6 +475,35 @@ def test_fuse_refuses_a_workload_without_a_fluid_pvc(
     assert code == 1
     assert "the webhook handles them as clientless" in err
     assert "PATCH" not in {c[0] for c in api.calls}
+
+
+def test_fuse_takes_a_claim_of_the_drivers_storageclass_or_pv_too(
+    api: FakeApi, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 28, item 1: `--fuse` covered only a Dataset's PVC; a claim of the sample StorageClass
+    (or bound to a PV of the driver) is the driver's volume all the same."""
+    claims = resources.PERSISTENT_VOLUME_CLAIMS
+    api.objects[claims.object_path(NS, "dynamic")] = {"spec": {"storageClassName": "curvine"}}
+    api.objects[resources.STORAGE_CLASSES.object_path(None, "curvine")] = {"provisioner": names.CSI_DRIVER}
+    api.objects[claims.object_path(NS, "static")] = {"spec": {"storageClassName": "", "volumeName": "pv1"}}
+    api.objects[resources.PERSISTENT_VOLUMES.object_path(None, "pv1")] = {
+        "spec": {"csi": {"driver": names.CSI_DRIVER}}
+    }
+    api.objects[claims.object_path(NS, "other")] = {"spec": {"storageClassName": "local"}}
+    api.objects[resources.STORAGE_CLASSES.object_path(None, "local")] = {
+        "provisioner": "rancher.io/local-path"
+    }
+    for claim in ("dynamic", "static"):
+        api.objects[DEPLOY] = _mounting([claim])
+        code, out, _ = run(capsys, "inject", "deploy/web", "--fuse")
+        assert (code, out) == (
+            0,
+            "deployment.apps/web patched\n  + label fuse.serverful.fluid.io/inject=true\n",
+        )
+    api.objects[DEPLOY] = _mounting(["other"])
+    code, _, err = run(capsys, "inject", "deploy/web", "--fuse")
+    assert code == 1
+    assert "its PVCs (other) are not a dataset's PVC" in err
 
 
 def test_fuse_and_dataset_are_not_combined(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:

@@ -74,10 +74,27 @@ def test_wide_says_why_a_mount_is_broken() -> None:
     assert len(row) == len(mount_view.WIDE_HEADERS)
 
 
+def test_wide_shows_the_fuse_program_and_marks_the_standin() -> None:
+    """Issue 28, item 3: which program serves a mount, and the stand-in said as such."""
+    fm = fuse_mount("n1", phase="Ready")
+    at = mount_view.WIDE_HEADERS.index("PROGRAM")
+    assert mount_view.row(fm, NOW, wide=True)[at] == "<none>"  # a node service older than the field
+    fm["spec"]["program"] = "/opt/curvine/curvine-fuse"
+    assert mount_view.row(fm, NOW, wide=True)[at] == "curvine-fuse"
+    assert mount_view.standin_nodes([fm]) == []
+    standin = fuse_mount("n2", phase="Ready")
+    standin["spec"]["program"] = "curvine-fuse-standin"
+    python = fuse_mount("n3", phase="Ready")
+    python["spec"]["program"] = "/usr/bin/python3 -m csi.standin.fusestandin"
+    assert mount_view.row(standin, NOW, wide=True)[at] == "curvine-fuse-standin(stand-in)"
+    assert mount_view.row(python, NOW, wide=True)[at] == "csi.standin.fusestandin(stand-in)"
+    assert mount_view.standin_nodes([fm, standin, python]) == ["n2", "n3"]
+
+
 def test_a_fresh_mount_without_status_shows_zero_refs_and_none() -> None:
     row = mount_view.row({"spec": {"nodeName": "n", "mountKey": KEY}}, NOW, wide=True)
     assert row[5:7] == ["0", "<none>"]
-    assert row[-4:] == ["<none>", "0", "<none>", "<none>"]
+    assert row[-5:] == ["<none>", "<none>", "0", "<none>", "<none>"]
 
 
 def test_select_filters_by_exact_node_and_sorts() -> None:

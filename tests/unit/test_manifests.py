@@ -247,6 +247,9 @@ READ = ("get", "list", "watch")
 EXPECTED_WEBHOOK_CLUSTER_GRANTS = {
     *((names.GROUP, r, v, ()) for r in ("datasets", "cacheruntimes") for v in READ),
     *(("", r, v, ()) for r in ("configmaps", "persistentvolumeclaims") for v in READ),
+    # Watched only (never a GET each): which claims the CSI driver serves.
+    *(("", "persistentvolumes", v, ()) for v in ("list", "watch")),
+    *(("storage.k8s.io", "storageclasses", v, ()) for v in ("list", "watch")),
     *(
         ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", v, (names.WEBHOOK_NAME,))
         for v in ("get", "patch", "update", "list", "watch")
@@ -261,10 +264,13 @@ EXPECTED_WEBHOOK_NAMESPACE_GRANTS = {
 # the webhook's built-in default (checked below).
 EXPECTED_PROFILE = {
     "plugins": {
-        "clientless": {"withDataset": ["RuntimeConfigInjector"], "withoutDataset": []},
+        "clientless": {
+            "withDataset": ["RuntimeConfigInjector", "MountPropagationInjector"],
+            "withoutDataset": [],
+        },
         "serverful": {
             "withDataset": ["MountPropagationInjector", "DatasetUsageInjector"],
-            "withoutDataset": [],
+            "withoutDataset": ["MountPropagationInjector"],
         },
         "serverless": {"withDataset": ["DatasetUsageInjector"], "withoutDataset": []},
     }
@@ -319,11 +325,14 @@ def test_webhook_configuration_matches_spec() -> None:
     config = one(WEBHOOK_CONFIGURATION, "MutatingWebhookConfiguration")
     assert config["apiVersion"] == "admissionregistration.k8s.io/v1"
     assert config["metadata"]["name"] == names.WEBHOOK_NAME
-    # Upstream's three entries, each for the pods that opted in with its label, all failing closed.
-    assert {w["name"]: w["objectSelector"] for w in config["webhooks"]} == {
+    # Upstream's three entries, each for the pods that opted in with its label, all failing closed;
+    # then the propagation entry for all other pods (test_the_propagation_entry_...).
+    *labelled, propagation = config["webhooks"]
+    assert propagation["name"] == names.WEBHOOK_PROPAGATION_ENTRY
+    assert {w["name"]: w["objectSelector"] for w in labelled} == {
         entry: {"matchLabels": {label: names.TRUE}} for entry, label in names.WEBHOOK_ENTRIES.items()
     }
-    for webhook in config["webhooks"]:
+    for webhook in labelled:
         # No caBundle (the webhook patches it in) and no url (in-cluster, through the Service).
         assert webhook["clientConfig"].keys() == {"service"}
         assert {k: v for k, v in webhook.items() if k not in ("name", "objectSelector")} == {
@@ -362,6 +371,28 @@ def test_webhook_configuration_matches_spec() -> None:
         }
 
 
+def test_the_propagation_entry_takes_every_other_pod_with_a_claim_and_fails_open() -> None:
+    """Issue 28, item 1: pods that asked for nothing still get HostToContainer on the driver's
+    volumes; such a pod is never refused for the webhook being away, and a labelled pod is left to
+    its own entry (which fails closed)."""
+    config = one(WEBHOOK_CONFIGURATION, "MutatingWebhookConfiguration")
+    [entry] = [w for w in config["webhooks"] if w["name"] == names.WEBHOOK_PROPAGATION_ENTRY]
+    assert entry["failurePolicy"] == "Ignore"
+    assert entry["clientConfig"]["service"]["path"] == names.WEBHOOK_MUTATE_PATH
+    not_true = {
+        (e["key"], e["operator"], tuple(e["values"])) for e in entry["objectSelector"]["matchExpressions"]
+    }
+    assert not_true == {
+        *((label, "NotIn", (names.TRUE,)) for label in names.INJECTION_LABELS),
+        (names.LABEL_ENABLE_INJECTION, "NotIn", (names.FALSE,)),
+    }
+    namespaces = entry["namespaceSelector"]["matchExpressions"]
+    assert {"key": names.LABEL_ENABLE_INJECTION, "operator": "NotIn", "values": [names.FALSE]} in namespaces
+    [condition] = entry["matchConditions"]
+    assert names.CSI_DRIVER in condition["expression"]
+    assert "persistentVolumeClaim" in condition["expression"]
+
+
 def test_each_webhook_entry_selects_the_group_its_label_routes_to() -> None:
     from webhook.routing import route
 
@@ -369,6 +400,7 @@ def test_each_webhook_entry_selects_the_group_its_label_routes_to() -> None:
     groups = {
         w["name"]: route({"metadata": {"labels": w["objectSelector"]["matchLabels"]}})
         for w in config["webhooks"]
+        if w["name"] != names.WEBHOOK_PROPAGATION_ENTRY
     }
     assert groups == {
         "clientless.fluid.io": "clientless",
@@ -588,6 +620,10 @@ EXPECTED_CSI_NODE_CLUSTER_GRANTS = {
     *((names.GROUP, "fusemounts", v, ()) for v in CRUD),
     *((names.GROUP, "fusemounts/status", v, ()) for v in ("get", "update", "patch")),
     ("", "nodes", "get", ()),
+    # After a FUSE restart: a pod and its PV read one by one, an Event on a pod that cannot see it.
+    ("", "pods", "get", ()),
+    ("", "persistentvolumes", "get", ()),
+    ("", "events", "create", ()),
 }
 EXPECTED_CSI_NODE_NAMESPACE_GRANTS = {
     ("", "pods", v, ()) for v in ("get", "list", "watch", "create", "delete")

@@ -37,7 +37,7 @@ def test_review_json_gets_both_datasets() -> None:
     assert outcome.result == "mutated"
     assert outcome.group == "clientless"
     assert outcome.datasets == ["ds1", "ds2"]
-    assert outcome.plugins_run == ["RuntimeConfigInjector"]
+    assert outcome.plugins_run == ["RuntimeConfigInjector", "MountPropagationInjector"]
     assert outcome.warnings == []
     assert outcome.denied is None
     assert outcome.patch is not None
@@ -72,7 +72,7 @@ def test_second_admission_of_the_result_is_a_no_op() -> None:
     assert again.result == "unchanged"
     assert again.patch is None
     # Checked again all the same (issue 27, item 9): the done label skips nothing.
-    assert again.plugins_run == ["RuntimeConfigInjector"]
+    assert again.plugins_run == ["RuntimeConfigInjector", "MountPropagationInjector"]
 
 
 def test_reinvoked_after_another_webhook_added_a_container_it_gets_the_config_and_nothing_else_changes() -> (
@@ -196,7 +196,8 @@ def test_group_without_plugins_for_the_case_leaves_the_pod_alone() -> None:
     outcome = _admit({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "a"}]}}, StaticLookup())
     assert outcome.group == "serverful"
     assert outcome.result == "unchanged"
-    assert outcome.plugins_run == []
+    # Propagation looks (the pod mounts nothing of the driver) and changes nothing.
+    assert outcome.plugins_run == ["MountPropagationInjector"]
     profile, _ = load_profile("plugins:\n  clientless:\n    withDataset: []\n")
     assert _admit(review_pod(), ready_lookup("ds1", "ds2"), profile).result == "unchanged"
 

@@ -15,11 +15,14 @@ def test_default_profile_is_what_the_docs_say() -> None:
     profile, warnings = load_profile(DEFAULT_PROFILE)
     assert warnings == []
     assert profile.describe() == {
-        "clientless": {"withDataset": ["RuntimeConfigInjector"], "withoutDataset": []},
+        "clientless": {
+            "withDataset": ["RuntimeConfigInjector", "MountPropagationInjector"],
+            "withoutDataset": [],
+        },
         "serverless": {"withDataset": ["DatasetUsageInjector"], "withoutDataset": []},
         "serverful": {
             "withDataset": ["MountPropagationInjector", "DatasetUsageInjector"],
-            "withoutDataset": [],
+            "withoutDataset": ["MountPropagationInjector"],
         },
     }
     assert [p.name for p in profile.plugins("serverful", with_dataset=True)] == [
@@ -55,7 +58,10 @@ def test_unknown_plugin_stops_start_up_naming_it_and_the_known_ones() -> None:
 )
 def test_missing_clientless_section_gets_the_default_and_a_warning(text: str) -> None:
     profile, warnings = load_profile(text)
-    assert [p.name for p in profile.plugins("clientless", with_dataset=True)] == ["RuntimeConfigInjector"]
+    assert [p.name for p in profile.plugins("clientless", with_dataset=True)] == [
+        "RuntimeConfigInjector",
+        "MountPropagationInjector",
+    ]
     assert profile.plugins("clientless", with_dataset=False) == ()
     assert len(warnings) == 1
     assert '"clientless"' in warnings[0]

@@ -1,13 +1,15 @@
-"""MountPropagationInjector (serverful, SPEC §4): mounts of a Fluid dataset's PVC get
-``mountPropagation: HostToContainer``, so a FUSE mount that is (re)made on the host after the
-container started still shows up inside it."""
+"""MountPropagationInjector (SPEC §4): mounts of a volume the CSI driver serves (a Dataset's PVC, a
+claim of its StorageClass or PV: ``webhook/drivermounts.py``) get ``mountPropagation: HostToContainer``,
+so a FUSE mount that is (re)made on the host after the container started still shows up inside it.
+Without it a container keeps the dead FUSE's mount (``Transport endpoint is not connected``) until the
+pod is deleted (issue 28)."""
 
 from __future__ import annotations
 
 from typing import Any, Final
 
 from webhook import podedit
-from webhook.collect import dataset_claim_volumes
+from webhook.drivermounts import driver_volumes
 from webhook.plugins.base import Context
 
 HOST_TO_CONTAINER: Final = "HostToContainer"
@@ -20,7 +22,7 @@ class MountPropagationInjector:
     name: Final = "MountPropagationInjector"
 
     def mutate(self, pod: dict[str, Any], ctx: Context) -> None:
-        fluid_volumes = dataset_claim_volumes(pod, ctx.namespace, ctx.lookup)
+        fluid_volumes = driver_volumes(pod, ctx.namespace, ctx.lookup)
         if not fluid_volumes:
             return
         for container in podedit.app_containers(pod):

@@ -72,8 +72,8 @@ upgrade has replaced the working pods).
 */}}
 {{- define "fluid.pluginsProfile" -}}
 {{- $defaults := dict
-      "clientless" (dict "withDataset" (list "RuntimeConfigInjector") "withoutDataset" list)
-      "serverful" (dict "withDataset" (list "MountPropagationInjector" "DatasetUsageInjector") "withoutDataset" list)
+      "clientless" (dict "withDataset" (list "RuntimeConfigInjector" "MountPropagationInjector") "withoutDataset" list)
+      "serverful" (dict "withDataset" (list "MountPropagationInjector" "DatasetUsageInjector") "withoutDataset" (list "MountPropagationInjector"))
       "serverless" (dict "withDataset" (list "DatasetUsageInjector") "withoutDataset" list) -}}
 {{- $known := list "RuntimeConfigInjector" "MountPropagationInjector" "DatasetUsageInjector" -}}
 {{- $given := dig "pluginsProfile" "plugins" dict (.Values.webhook | default dict) | default dict -}}
