@@ -179,6 +179,23 @@ def test_missing_configmap_is_refused_with_the_spec_message() -> None:
     )
 
 
+def test_a_not_bound_datasets_denial_gives_the_controllers_cause_not_the_missing_configmap() -> None:
+    """Issue 28, item 7: the deepest known cause, in the webhook's words too."""
+    cause = 'CacheRuntimeClass "does-not-exist" not found (one of: mooncake)'
+    not_bound = dataset("ds1")
+    not_bound["status"] = {
+        "phase": "NotBound",
+        "conditions": [{"type": names.CONDITION_READY, "status": "False", "message": cause}],
+    }
+    assert (
+        _denial(StaticLookup([not_bound]), ["ds1"])
+        == f'runtime config for dataset "ds1" is not ready: {cause}'
+    )
+    # A ConfigMap that is there (written before the class went) is still served.
+    work, _ = _inject(injection_pod("ds1"), ["ds1"], StaticLookup([not_bound, runtime_config("ds1")]))
+    assert work["metadata"]["labels"][names.LABEL_INJECT_DONE] == "true"
+
+
 def test_configmap_without_runtime_sh_is_refused() -> None:
     lookup = StaticLookup([dataset("ds1"), runtime_config("ds1", runtime_sh=False)])
     assert _denial(lookup, ["ds1"]) == (

@@ -27,10 +27,16 @@ _DEFAULT_MODE: Final = 0o644
 
 def _problem(ctx: Context, dataset: str) -> str | None:
     """Why ``dataset`` cannot be injected yet, as a sentence for the pod's author, or None."""
-    if ctx.lookup.dataset(ctx.namespace, dataset) is None:
+    found = ctx.lookup.dataset(ctx.namespace, dataset)
+    if found is None:
         return datasetrefs.dataset_not_found(dataset, ctx.namespace)
     configmap = ctx.lookup.configmap(ctx.namespace, names.runtime_config_configmap(dataset))
-    return datasetrefs.configmap_problem(dataset, configmap)
+    problem = datasetrefs.configmap_problem(dataset, configmap)
+    if configmap is not None:
+        return problem  # there, served or refused for what it lacks, as before
+    # Missing: told by its cause when the controller knows one (issue 28, item 7), as a class not
+    # found says more than the ConfigMap it kept from being written.
+    return datasetrefs.deepest_problem(dataset, problem, datasetrefs.not_ready_cause(found))
 
 
 class RuntimeConfigInjector:
