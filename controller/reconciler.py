@@ -27,6 +27,7 @@ from controller.desired import Children, desired_children
 from controller.desired.status import component_status, not_running
 from controller.desired.storage import pv_conflict, pv_holder
 from controller.events import Recorder
+from controller.inuse import dataset_in_use_message, dataset_users, pvc_users, shown
 from kubectl_fluid.api import names
 from kubectl_fluid.api.cacheruntime import CacheRuntime
 from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass
@@ -40,7 +41,7 @@ log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
 
-# While pods use a dataset's PVC its deletion waits; we look again this often.
+# While pods use a Dataset its deletion waits; we look again this often.
 IN_USE_RECHECK = 5.0
 MISSING_SECRET_RECHECK = 10.0
 # A PV name held by a PV we do not watch (one without our labels) is looked at again this often.
@@ -339,12 +340,13 @@ class Reconciler:
         pv = await self._read_pv(pv_name)
         if pv is not None:
             self._check_pv_owner(pv, children.pv)
-        users = await self._pods_using_pvc(pvc["namespace"], pvc["name"])
+        # Only the PVC's users: a pod with the runtime config injected does not mount the PV.
+        users = pvc_users(await self._pods(pvc["namespace"]), pvc["name"])
         if users:
             raise Problem(
                 "StorageInUse",
                 f"PV {pv_name} must be re-created (its CSI attributes changed), "
-                f"but pod(s) {', '.join(users[:5])} use PVC {pvc['name']}: delete them and the controller "
+                f"but pod(s) {shown(users)} use PVC {pvc['name']}: delete them and the controller "
                 "re-creates PV and PVC",
             ) from None
         claim = self.caches.pvcs.get(pvc["namespace"], pvc["name"])
@@ -543,13 +545,9 @@ class Reconciler:
         finalizers = meta.get("finalizers", [])
         if names.DATASET_FINALIZER not in finalizers:
             return Result()
-        users = await self._pods_using_pvc(namespace, names.dataset_pvc(name))
+        users = dataset_users(await self._pods(namespace), name)
         if users:
-            shown = ", ".join(users[:5]) + (f" and {len(users) - 5} more" if len(users) > 5 else "")
-            message = (
-                f"deletion waits for pod(s) {shown} to stop using PVC {names.dataset_pvc(name)}: "
-                "delete those pods (or their controllers) to let the Dataset go"
-            )
+            message = dataset_in_use_message(name, users)
             await self.recorder.event(ds_obj, "Warning", "DatasetInUse", message)
             status = dict(ds_obj.get("status") or {})
             conditions = set_condition(
@@ -580,17 +578,12 @@ class Reconciler:
         log.info("released dataset", extra={"namespace": namespace, "dataset": name})
         return Result()
 
-    async def _pods_using_pvc(self, namespace: str, claim: str) -> list[str]:
+    async def _pods(self, namespace: str) -> list[dict[str, Any]]:
+        """The namespace's pods, listed only while a Dataset waits to be deleted or its storage to
+        be re-created: a watch of every pod in the cluster would cost the controller far more."""
         pods = await self._request("GET", resources.PODS.collection_path(namespace))
-        users = []
-        for pod in pods.get("items", []):
-            if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
-                continue
-            for volume in pod.get("spec", {}).get("volumes") or []:
-                if (volume.get("persistentVolumeClaim") or {}).get("claimName") == claim:
-                    users.append(pod["metadata"]["name"])
-                    break
-        return sorted(users)
+        items: list[dict[str, Any]] = pods.get("items", [])
+        return items
 
     # ------------------------------------------------------------------ status
 
