@@ -1,4 +1,5 @@
-"""Who holds back a Dataset's deletion (pure): the pods that use it, and the words that say so.
+"""Who holds back a deletion (pure): the pods that use a Dataset, the CacheRuntimes that name a
+CacheRuntimeClass, and the words that say so.
 
 A pod uses a Dataset in any of three ways, and each keeps its deletion waiting: it mounts the
 Dataset's PVC (the CSI path); it has the Dataset's runtime-config ConfigMap as a volume (what the
@@ -51,6 +52,33 @@ def pvc_users(pods: Iterable[dict[str, Any]], claim: str) -> list[str]:
     )
 
 
+class ClassIndex:
+    """Which CacheRuntimes name which class, kept up to date from the runtime watch's events
+    (``update``), so the users of a class are found without reading every runtime of the cache.
+    Runtimes being deleted count until they are gone: their workloads run until then."""
+
+    def __init__(self) -> None:
+        self._class_of: dict[tuple[str, str], str] = {}
+        self._users: dict[str, set[tuple[str, str]]] = {}
+
+    def update(self, runtime: tuple[str, str], runtime_class: str | None) -> str | None:
+        """Record that ``runtime`` (namespace, name) names ``runtime_class`` (None: it is gone);
+        return the class it named before."""
+        before = self._class_of.pop(runtime, None)
+        if before is not None:
+            self._users[before].discard(runtime)
+            if not self._users[before]:
+                del self._users[before]
+        if runtime_class is not None:
+            self._class_of[runtime] = runtime_class
+            self._users.setdefault(runtime_class, set()).add(runtime)
+        return before
+
+    def users(self, runtime_class: str) -> list[str]:
+        """``namespace/name`` of the runtimes that name ``runtime_class``, sorted."""
+        return sorted(f"{namespace}/{name}" for namespace, name in self._users.get(runtime_class, ()))
+
+
 def shown(items: list[str]) -> str:
     """A few names and how many there are: ``a, b, c, d, e and 3 more (8)``."""
     head = ", ".join(items[:SHOWN])
@@ -64,6 +92,14 @@ def dataset_in_use_message(dataset: str, users: list[str]) -> str:
         f"deletion waits for {len(users)} pod(s) that use Dataset {dataset} (its PVC "
         f"{names.dataset_pvc(dataset)} or its injected runtime config): {shown(users)}; delete those "
         "pods (or their controllers) to let the Dataset go"
+    )
+
+
+def class_in_use_message(runtime_class: str, users: list[str]) -> str:
+    return (
+        f'CacheRuntimeClass "{runtime_class}" is being deleted and waits for {len(users)} CacheRuntime(s) '
+        f"that use it: {shown(users)}; delete those CacheRuntimes (or their Datasets), or set their "
+        "spec.runtimeClassName to another class, to let it go"
     )
 
 

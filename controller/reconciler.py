@@ -21,13 +21,14 @@ import kr8s.asyncio
 from pydantic import ValidationError
 
 from controller import metrics
+from controller.classguard import deleting_class_message
 from controller.compare import contains, merge_patch
 from controller.conditions import same_status, set_condition
 from controller.desired import Children, desired_children
 from controller.desired.status import component_status, not_running
 from controller.desired.storage import pv_conflict, pv_holder
 from controller.events import Recorder
-from controller.inuse import dataset_in_use_message, dataset_users, pvc_users, shown
+from controller.inuse import ClassIndex, dataset_in_use_message, dataset_users, pvc_users, shown
 from kubectl_fluid.api import names
 from kubectl_fluid.api.cacheruntime import CacheRuntime
 from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass
@@ -110,13 +111,22 @@ class Reconciler:
     when slots are free, and a queue of many keys never sends more at once than that (the API server
     queues one client's requests behind each other, the leader Lease's renewal among them)."""
 
-    def __init__(self, api: kr8s.asyncio.Api, caches: Caches, recorder: Recorder, requests: int = 8) -> None:
+    def __init__(
+        self,
+        api: kr8s.asyncio.Api,
+        caches: Caches,
+        recorder: Recorder,
+        requests: int = 8,
+        class_index: ClassIndex | None = None,
+    ) -> None:
         self.api = api
         self.caches = caches
         self.recorder = recorder
+        self.class_index = class_index or ClassIndex()
         self._slots = asyncio.Semaphore(requests)
 
-    async def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+    async def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """An API call within the bound on calls in flight (``requests``)."""
         async with self._slots:
             return await http.request(self.api, method, path, **kwargs)
 
@@ -184,16 +194,23 @@ class Reconciler:
             )
             return Result(problem.retry_after)
         kind = "no client (clientless)" if children.daemonset is None else "a client DaemonSet"
+        reason, message = (
+            "Reconciled",
+            f"runtime config ConfigMap {children.configmap['metadata']['name']}, "
+            f"{len(children.statefulsets)} StatefulSet(s), {kind}, "
+            f"PV {children.pv['metadata']['name']} and PVC {children.pvc['metadata']['name']} "
+            "are up to date",
+        )
+        # The children stay as the class made them, but the runtime is not well: its class is going.
+        going = deleting_class_message(self.caches.classes, self.class_index, runtime.spec.runtime_class_name)
+        if going is not None:
+            reason, message = "RuntimeClassDeleting", going
+            await self.recorder.event(rt_obj, "Warning", reason, message)
         runtime_status = self._runtime_status(
             rt_obj,
-            ready=True,
-            reason="Reconciled",
-            message=(
-                f"runtime config ConfigMap {children.configmap['metadata']['name']}, "
-                f"{len(children.statefulsets)} StatefulSet(s), {kind}, "
-                f"PV {children.pv['metadata']['name']} and PVC {children.pvc['metadata']['name']} "
-                "are up to date"
-            ),
+            ready=going is None,
+            reason=reason,
+            message=message,
             components=self._component_statuses(children),
         )
         entry: dict[str, Any] = {
@@ -418,7 +435,7 @@ class Reconciler:
         namespace = meta.get("namespace")
         resource = RESOURCE_OF_KIND[kind]
         try:
-            applied = await self._request(
+            applied = await self.request(
                 "PATCH",
                 resource.object_path(namespace, meta["name"]),
                 params={"fieldManager": manager, "force": "true"},
@@ -497,7 +514,7 @@ class Reconciler:
     async def _delete(self, resource: Resource, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
         try:
-            await self._request(
+            await self.request(
                 "DELETE",
                 resource.object_path(meta.get("namespace"), meta["name"]),
                 body={"preconditions": {"uid": meta["uid"]}, "propagationPolicy": "Background"},
@@ -529,7 +546,7 @@ class Reconciler:
             ops.append({"op": "add", "path": "/metadata/finalizers/-", "value": names.DATASET_FINALIZER})
         else:
             ops.append({"op": "add", "path": "/metadata/finalizers", "value": [names.DATASET_FINALIZER]})
-        updated: dict[str, Any] = await self._request(
+        updated: dict[str, Any] = await self.request(
             "PATCH",
             DATASETS.object_path(meta["namespace"], meta["name"]),
             body=ops,
@@ -564,7 +581,7 @@ class Reconciler:
             {"op": "remove", "path": f"/metadata/finalizers/{index}"},
         ]
         try:
-            await self._request(
+            await self.request(
                 "PATCH",
                 DATASETS.object_path(namespace, name),
                 body=ops,
@@ -581,7 +598,7 @@ class Reconciler:
     async def _pods(self, namespace: str) -> list[dict[str, Any]]:
         """The namespace's pods, listed only while a Dataset waits to be deleted or its storage to
         be re-created: a watch of every pod in the cluster would cost the controller far more."""
-        pods = await self._request("GET", resources.PODS.collection_path(namespace))
+        pods = await self.request("GET", resources.PODS.collection_path(namespace))
         items: list[dict[str, Any]] = pods.get("items", [])
         return items
 
@@ -666,7 +683,7 @@ class Reconciler:
         meta = obj["metadata"]
         # A merge patch from the status as cached: lists (conditions, runtimes) are replaced whole,
         # and keys the desired status no longer has are removed.
-        written = await self._request(
+        written = await self.request(
             "PATCH",
             resource.object_path(meta["namespace"], meta["name"]) + "/status",
             body={"status": merge_patch(actual, desired)},

@@ -1,5 +1,5 @@
-"""Who holds back a Dataset's deletion (controller/inuse.py): the pods that use it by each of its three
-ways, and messages that list a few names and the count."""
+"""Who holds back a deletion (controller/inuse.py): the pods that use a Dataset by each of its three
+ways, the runtimes that name a class, and messages that list a few names and the count."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from controller.classguard import guard_step
 from controller.inuse import (
     SHOWN,
+    ClassIndex,
+    class_in_use_message,
     dataset_in_use_message,
     dataset_users,
     pvc_users,
@@ -75,6 +78,30 @@ def test_the_dataset_users_are_sorted_names_and_the_pvc_users_only_those_that_mo
     assert pvc_users(pods, "demo2") == ["one"]
 
 
+def test_a_class_is_used_by_the_runtimes_that_name_it_as_the_watch_tells() -> None:
+    index = ClassIndex()
+    assert index.update(("b", "x"), "mooncake") is None
+    assert index.update(("a", "y"), "mooncake") is None
+    assert index.update(("a", "z"), "curvine") is None
+    assert index.users("mooncake") == ["a/y", "b/x"]
+    assert index.update(("b", "x"), "curvine") == "mooncake"  # moved to another class
+    assert index.update(("a", "y"), None) == "mooncake"  # deleted
+    assert index.users("mooncake") == []
+    assert index.users("curvine") == ["a/z", "b/x"]
+    assert index.users("gone") == []
+
+
+@given(st.lists(st.tuples(st.sampled_from("ab"), st.sampled_from("xy"), st.sampled_from([None, "c1", "c2"]))))
+def test_the_index_holds_each_runtimes_last_word(events: list[tuple[str, str, str | None]]) -> None:
+    index = ClassIndex()
+    last: dict[tuple[str, str], str | None] = {}
+    for namespace, name, cls in events:
+        assert index.update((namespace, name), cls) == last.get((namespace, name))
+        last[(namespace, name)] = cls
+    for cls in ("c1", "c2"):
+        assert index.users(cls) == sorted(f"{ns}/{n}" for (ns, n), c in last.items() if c == cls)
+
+
 @given(st.lists(st.from_regex(r"[a-z][a-z0-9]{0,8}", fullmatch=True), min_size=1, max_size=20, unique=True))
 def test_shown_lists_a_few_names_and_counts_the_rest(items: list[str]) -> None:
     text = shown(items)
@@ -86,8 +113,22 @@ def test_shown_lists_a_few_names_and_counts_the_rest(items: list[str]) -> None:
         assert text == ", ".join(items)
 
 
-def test_the_message_names_the_dataset_the_users_their_count_and_what_to_do() -> None:
+def test_the_messages_name_the_object_the_users_their_count_and_what_to_do() -> None:
     message = dataset_in_use_message("demo2", ["two"])
     assert message.startswith("deletion waits for 1 pod(s) that use Dataset demo2")
     assert ": two;" in message
     assert "delete those pods" in message
+    message = class_in_use_message("mooncake", ["ns/a", "ns/b"])
+    assert '"mooncake" is being deleted' in message
+    assert "2 CacheRuntime(s)" in message
+    assert "ns/a, ns/b;" in message
+    assert "runtimeClassName" in message
+
+
+@given(st.booleans(), st.booleans(), st.lists(st.just("ns/rt"), max_size=2))
+def test_a_class_is_held_exactly_while_runtimes_use_it(deleting: bool, held: bool, users: list[str]) -> None:
+    step = guard_step(deleting, held, users)
+    # After the step, the finalizer is on iff the class is used (or it could not be added any more).
+    after = {"add": True, "remove": False}.get(step or "", held)
+    assert after == bool(users) or (deleting and users and not held)
+    assert (step == "hold") == (deleting and held and bool(users))
