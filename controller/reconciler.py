@@ -25,7 +25,7 @@ from controller.classguard import deleting_class_message
 from controller.compare import contains, merge_patch
 from controller.conditions import same_status, set_condition
 from controller.desired import Children, desired_children
-from controller.desired.status import component_status, not_running
+from controller.desired.status import component_status, components_waiting, not_running
 from controller.desired.storage import pv_conflict, pv_holder
 from controller.events import Recorder
 from controller.inuse import ClassIndex, dataset_in_use_message, dataset_users, pvc_users, shown
@@ -201,6 +201,15 @@ class Reconciler:
             f"PV {children.pv['metadata']['name']} and PVC {children.pvc['metadata']['name']} "
             "are up to date",
         )
+        components = self._component_statuses(children)
+        waiting = components_waiting(components)
+        if waiting is not None:
+            # In place but not serving yet: the workloads' status changes queue the key again.
+            reason, message = (
+                "ComponentsNotReady",
+                f"waiting for pods: {waiting} (kubectl get pods -l {names.LABEL_CACHERUNTIME_NAME}={name} "
+                f"-n {namespace} says why)",
+            )
         # The children stay as the class made them, but the runtime is not well: its class is going.
         going = deleting_class_message(self.caches.classes, self.class_index, runtime.spec.runtime_class_name)
         if going is not None:
@@ -208,10 +217,11 @@ class Reconciler:
             await self.recorder.event(rt_obj, "Warning", reason, message)
         runtime_status = self._runtime_status(
             rt_obj,
-            ready=going is None,
+            ready=waiting is None and going is None,
             reason=reason,
             message=message,
-            components=self._component_statuses(children),
+            components=components,
+            applied=True,
         )
         entry: dict[str, Any] = {
             "name": runtime.metadata.name,
@@ -631,14 +641,16 @@ class Reconciler:
         reason: str,
         message: str,
         components: dict[str, dict[str, Any]] | None = None,
+        applied: bool = False,
     ) -> None:
         """Upstream's status shape (valueFile, per-component status) plus the product's Ready
         condition. ``components`` None keeps the ones there (a problem says nothing about them), and
-        valueFile too: it names the ConfigMap once a reconcile has made it, never one that is not there."""
+        valueFile too: it names the ConfigMap once a reconcile has made it (``applied``), never one
+        that is not there."""
         status = dict(rt_obj.get("status") or {})
         status.pop("phase", None)  # written by earlier versions; upstream's status has none
         generation = rt_obj["metadata"].get("generation")
-        made = {"valueFile": names.runtime_config_configmap(rt_obj["metadata"]["name"])} if ready else {}
+        made = {"valueFile": names.runtime_config_configmap(rt_obj["metadata"]["name"])} if applied else {}
         desired = {
             **status,
             **made,
