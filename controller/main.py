@@ -21,11 +21,13 @@ from typing import Any
 import kr8s.asyncio
 
 from controller import metrics
+from controller.classguard import ClassGuard, ClassKey
 from controller.desired.status import watched_state
 from controller.desired.storage import pv_holder
 from controller.events import Recorder
+from controller.inuse import ClassIndex
 from controller.leader import LeaderElector, LeaseConfig, LostLeadership
-from controller.reconciler import Caches, Key, Reconciler
+from controller.reconciler import Caches, Key, Reconciler, Result
 from controller.workqueue import ShutDown, WorkQueue
 from kubectl_fluid import logs
 from kubectl_fluid.api import names
@@ -93,8 +95,11 @@ class Controller:
             pvcs=cache(resources.PERSISTENT_VOLUME_CLAIMS, MANAGED),
             pvs=cache(resources.PERSISTENT_VOLUMES, MANAGED),
         )
-        self.queue: WorkQueue[Key] = WorkQueue()
-        self.reconciler = Reconciler(api, self.caches, Recorder(api, args.identity), requests=args.workers)
+        self.queue: WorkQueue[Key | ClassKey] = WorkQueue()
+        recorder = Recorder(api, args.identity)
+        self.class_index = ClassIndex()
+        self.reconciler = Reconciler(api, self.caches, recorder, args.workers, self.class_index)
+        self.guard = ClassGuard(self.reconciler.request, self.caches.classes, self.class_index, recorder)
         self._wire()
 
     def _wire(self) -> None:
@@ -131,12 +136,29 @@ class Controller:
                         self.queue.add((meta["namespace"], meta["name"]))
 
         def runtime_class(_: EventType, obj: dict[str, Any]) -> None:
+            self.queue.add(ClassKey(obj["metadata"]["name"]))
             for rt in self.caches.runtimes.items():
                 if rt.get("spec", {}).get("runtimeClassName") == obj["metadata"]["name"]:
                     own("MODIFIED", rt)
 
+        def runtime(event: EventType, obj: dict[str, Any]) -> None:
+            """Besides the runtime's own key: the classes it comes to, leaves or moves between, whose
+            finalizers follow their users. A class being deleted that loses a user has its other
+            runtimes queued, so their conditions name who holds it now."""
+            own(event, obj)
+            now = None if event == "DELETED" else (obj.get("spec") or {}).get("runtimeClassName")
+            before = self.class_index.update((obj["metadata"]["namespace"], obj["metadata"]["name"]), now)
+            if before == now:
+                return
+            for name in (before, now):
+                if name is not None:
+                    self.queue.add(ClassKey(name))
+            left = self.caches.classes.get(None, before) if before is not None else None
+            if left is not None and left["metadata"].get("deletionTimestamp"):
+                runtime_class("MODIFIED", left)
+
         self.caches.datasets.add_handler(own)
-        self.caches.runtimes.add_handler(own)
+        self.caches.runtimes.add_handler(runtime)
         self.caches.classes.add_handler(runtime_class)
         for c in (
             self.caches.configmaps,
@@ -158,6 +180,8 @@ class Controller:
                 await asyncio.sleep(0.05)
             for key in [*self.caches.datasets.keys(), *self.caches.runtimes.keys()]:
                 self.queue.add(key)
+            for cls in self.caches.classes.items():
+                self.queue.add(ClassKey(cls["metadata"]["name"]))
             log.info("reconciling", extra={"keys": len(self.queue), "workers": self.args.workers})
             await asyncio.gather(*(self._worker() for _ in range(self.args.workers)))
         finally:
@@ -172,7 +196,11 @@ class Controller:
             metrics.QUEUE_DEPTH.set(len(self.queue))
             started = time.perf_counter()
             try:
-                result = await self.reconciler.reconcile(key)
+                if isinstance(key, ClassKey):
+                    await self.guard.reconcile(key)
+                    result = Result()
+                else:
+                    result = await self.reconciler.reconcile(key)
             except asyncio.CancelledError:
                 self.queue.done(key)
                 raise
@@ -183,7 +211,7 @@ class Controller:
                     "reconcile failed; retrying in %.2fs: %s",
                     delay,
                     e,
-                    extra={"key": f"{key[0]}/{key[1]}", "retries": self.queue.backoff.retries(key)},
+                    extra={"key": _shown(key), "retries": self.queue.backoff.retries(key)},
                 )
             else:
                 self.queue.forget(key)
@@ -251,6 +279,10 @@ async def compete(elector: LeaderElector, lead: Callable[[], Coroutine[Any, Any,
             return
         except LostLeadership as e:
             log.error("%s; stopped acting, competing for the lease again", e)
+
+
+def _shown(key: Key | ClassKey) -> str:
+    return str(key) if isinstance(key, ClassKey) else f"{key[0]}/{key[1]}"
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -21,12 +21,14 @@ import kr8s.asyncio
 from pydantic import ValidationError
 
 from controller import metrics
+from controller.classguard import deleting_class_message
 from controller.compare import contains, merge_patch
 from controller.conditions import same_status, set_condition
 from controller.desired import Children, desired_children
-from controller.desired.status import component_status, not_running
+from controller.desired.status import component_status, components_waiting, not_running
 from controller.desired.storage import pv_conflict, pv_holder
 from controller.events import Recorder
+from controller.inuse import ClassIndex, dataset_in_use_message, dataset_users, pvc_users, shown
 from kubectl_fluid.api import names
 from kubectl_fluid.api.cacheruntime import CacheRuntime
 from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass
@@ -40,7 +42,7 @@ log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
 
-# While pods use a dataset's PVC its deletion waits; we look again this often.
+# While pods use a Dataset its deletion waits; we look again this often.
 IN_USE_RECHECK = 5.0
 MISSING_SECRET_RECHECK = 10.0
 # A PV name held by a PV we do not watch (one without our labels) is looked at again this often.
@@ -109,13 +111,22 @@ class Reconciler:
     when slots are free, and a queue of many keys never sends more at once than that (the API server
     queues one client's requests behind each other, the leader Lease's renewal among them)."""
 
-    def __init__(self, api: kr8s.asyncio.Api, caches: Caches, recorder: Recorder, requests: int = 8) -> None:
+    def __init__(
+        self,
+        api: kr8s.asyncio.Api,
+        caches: Caches,
+        recorder: Recorder,
+        requests: int = 8,
+        class_index: ClassIndex | None = None,
+    ) -> None:
         self.api = api
         self.caches = caches
         self.recorder = recorder
+        self.class_index = class_index or ClassIndex()
         self._slots = asyncio.Semaphore(requests)
 
-    async def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+    async def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """An API call within the bound on calls in flight (``requests``)."""
         async with self._slots:
             return await http.request(self.api, method, path, **kwargs)
 
@@ -183,17 +194,34 @@ class Reconciler:
             )
             return Result(problem.retry_after)
         kind = "no client (clientless)" if children.daemonset is None else "a client DaemonSet"
+        reason, message = (
+            "Reconciled",
+            f"runtime config ConfigMap {children.configmap['metadata']['name']}, "
+            f"{len(children.statefulsets)} StatefulSet(s), {kind}, "
+            f"PV {children.pv['metadata']['name']} and PVC {children.pvc['metadata']['name']} "
+            "are up to date",
+        )
+        components = self._component_statuses(children)
+        waiting = components_waiting(components)
+        if waiting is not None:
+            # In place but not serving yet: the workloads' status changes queue the key again.
+            reason, message = (
+                "ComponentsNotReady",
+                f"waiting for pods: {waiting} (kubectl get pods -l {names.LABEL_CACHERUNTIME_NAME}={name} "
+                f"-n {namespace} says why)",
+            )
+        # The children stay as the class made them, but the runtime is not well: its class is going.
+        going = deleting_class_message(self.caches.classes, self.class_index, runtime.spec.runtime_class_name)
+        if going is not None:
+            reason, message = "RuntimeClassDeleting", going
+            await self.recorder.event(rt_obj, "Warning", reason, message)
         runtime_status = self._runtime_status(
             rt_obj,
-            ready=True,
-            reason="Reconciled",
-            message=(
-                f"runtime config ConfigMap {children.configmap['metadata']['name']}, "
-                f"{len(children.statefulsets)} StatefulSet(s), {kind}, "
-                f"PV {children.pv['metadata']['name']} and PVC {children.pvc['metadata']['name']} "
-                "are up to date"
-            ),
-            components=self._component_statuses(children),
+            ready=waiting is None and going is None,
+            reason=reason,
+            message=message,
+            components=components,
+            applied=True,
         )
         entry: dict[str, Any] = {
             "name": runtime.metadata.name,
@@ -339,12 +367,13 @@ class Reconciler:
         pv = await self._read_pv(pv_name)
         if pv is not None:
             self._check_pv_owner(pv, children.pv)
-        users = await self._pods_using_pvc(pvc["namespace"], pvc["name"])
+        # Only the PVC's users: a pod with the runtime config injected does not mount the PV.
+        users = pvc_users(await self._pods(pvc["namespace"]), pvc["name"])
         if users:
             raise Problem(
                 "StorageInUse",
                 f"PV {pv_name} must be re-created (its CSI attributes changed), "
-                f"but pod(s) {', '.join(users[:5])} use PVC {pvc['name']}: delete them and the controller "
+                f"but pod(s) {shown(users)} use PVC {pvc['name']}: delete them and the controller "
                 "re-creates PV and PVC",
             ) from None
         claim = self.caches.pvcs.get(pvc["namespace"], pvc["name"])
@@ -416,7 +445,7 @@ class Reconciler:
         namespace = meta.get("namespace")
         resource = RESOURCE_OF_KIND[kind]
         try:
-            applied = await self._request(
+            applied = await self.request(
                 "PATCH",
                 resource.object_path(namespace, meta["name"]),
                 params={"fieldManager": manager, "force": "true"},
@@ -495,7 +524,7 @@ class Reconciler:
     async def _delete(self, resource: Resource, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
         try:
-            await self._request(
+            await self.request(
                 "DELETE",
                 resource.object_path(meta.get("namespace"), meta["name"]),
                 body={"preconditions": {"uid": meta["uid"]}, "propagationPolicy": "Background"},
@@ -527,7 +556,7 @@ class Reconciler:
             ops.append({"op": "add", "path": "/metadata/finalizers/-", "value": names.DATASET_FINALIZER})
         else:
             ops.append({"op": "add", "path": "/metadata/finalizers", "value": [names.DATASET_FINALIZER]})
-        updated: dict[str, Any] = await self._request(
+        updated: dict[str, Any] = await self.request(
             "PATCH",
             DATASETS.object_path(meta["namespace"], meta["name"]),
             body=ops,
@@ -543,13 +572,9 @@ class Reconciler:
         finalizers = meta.get("finalizers", [])
         if names.DATASET_FINALIZER not in finalizers:
             return Result()
-        users = await self._pods_using_pvc(namespace, names.dataset_pvc(name))
+        users = dataset_users(await self._pods(namespace), name)
         if users:
-            shown = ", ".join(users[:5]) + (f" and {len(users) - 5} more" if len(users) > 5 else "")
-            message = (
-                f"deletion waits for pod(s) {shown} to stop using PVC {names.dataset_pvc(name)}: "
-                "delete those pods (or their controllers) to let the Dataset go"
-            )
+            message = dataset_in_use_message(name, users)
             await self.recorder.event(ds_obj, "Warning", "DatasetInUse", message)
             status = dict(ds_obj.get("status") or {})
             conditions = set_condition(
@@ -566,7 +591,7 @@ class Reconciler:
             {"op": "remove", "path": f"/metadata/finalizers/{index}"},
         ]
         try:
-            await self._request(
+            await self.request(
                 "PATCH",
                 DATASETS.object_path(namespace, name),
                 body=ops,
@@ -580,17 +605,12 @@ class Reconciler:
         log.info("released dataset", extra={"namespace": namespace, "dataset": name})
         return Result()
 
-    async def _pods_using_pvc(self, namespace: str, claim: str) -> list[str]:
-        pods = await self._request("GET", resources.PODS.collection_path(namespace))
-        users = []
-        for pod in pods.get("items", []):
-            if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
-                continue
-            for volume in pod.get("spec", {}).get("volumes") or []:
-                if (volume.get("persistentVolumeClaim") or {}).get("claimName") == claim:
-                    users.append(pod["metadata"]["name"])
-                    break
-        return sorted(users)
+    async def _pods(self, namespace: str) -> list[dict[str, Any]]:
+        """The namespace's pods, listed only while a Dataset waits to be deleted or its storage to
+        be re-created: a watch of every pod in the cluster would cost the controller far more."""
+        pods = await self.request("GET", resources.PODS.collection_path(namespace))
+        items: list[dict[str, Any]] = pods.get("items", [])
+        return items
 
     # ------------------------------------------------------------------ status
 
@@ -621,14 +641,16 @@ class Reconciler:
         reason: str,
         message: str,
         components: dict[str, dict[str, Any]] | None = None,
+        applied: bool = False,
     ) -> None:
         """Upstream's status shape (valueFile, per-component status) plus the product's Ready
         condition. ``components`` None keeps the ones there (a problem says nothing about them), and
-        valueFile too: it names the ConfigMap once a reconcile has made it, never one that is not there."""
+        valueFile too: it names the ConfigMap once a reconcile has made it (``applied``), never one
+        that is not there."""
         status = dict(rt_obj.get("status") or {})
         status.pop("phase", None)  # written by earlier versions; upstream's status has none
         generation = rt_obj["metadata"].get("generation")
-        made = {"valueFile": names.runtime_config_configmap(rt_obj["metadata"]["name"])} if ready else {}
+        made = {"valueFile": names.runtime_config_configmap(rt_obj["metadata"]["name"])} if applied else {}
         desired = {
             **status,
             **made,
@@ -673,7 +695,7 @@ class Reconciler:
         meta = obj["metadata"]
         # A merge patch from the status as cached: lists (conditions, runtimes) are replaced whole,
         # and keys the desired status no longer has are removed.
-        written = await self._request(
+        written = await self.request(
             "PATCH",
             resource.object_path(meta["namespace"], meta["name"]) + "/status",
             body={"status": merge_patch(actual, desired)},

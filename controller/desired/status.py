@@ -71,6 +71,22 @@ def _phase(component: names.Component, ready: int, desired: int) -> str:
     return "PartialReady" if ready > 0 else "NotReady"
 
 
+def components_waiting(components: dict[str, dict[str, Any]]) -> str | None:
+    """Why a runtime whose children are in place is not Ready yet, or None when it is: its master
+    must have every replica ready and its workers at least one (``PartialReady`` serves, as upstream's
+    phase says), each by the phases above. The client is not waited for: its DaemonSet runs only on
+    the nodes of pods that mount the dataset, so it may rightly have no pod at all."""
+    waiting = []
+    for component in ("master", "worker"):
+        status = components.get(component) or {}
+        phase = status.get("phase", "")
+        if phase in ("", "Ready") or (component == "worker" and phase == "PartialReady"):
+            continue
+        ready, desired = status.get("readyReplicas", 0), status.get("desiredReplicas", 0)
+        waiting.append(f"{component} {ready}/{desired} ready")
+    return ", ".join(waiting) if waiting else None
+
+
 def watched_state(obj: dict[str, Any]) -> tuple[Any, ...] | None:
     """What of a child's change the controller reacts to: a new generation (its spec changed, maybe
     away from what the controller wants) and, for workloads, the status fields the runtime's status

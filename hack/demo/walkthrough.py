@@ -221,6 +221,8 @@ def clientless(k: Cluster) -> None:
         lambda: k.get_json("dataset", DS, "-n", NS).get("status", {}).get("phase") == "Bound",
         f"Dataset {DS} Bound",
     )
+    # The runtime's Ready condition follows its pods' readiness, a moment after them.
+    eventually(lambda: ready(k.get_json("cacheruntime", DS, "-n", NS)), f"CacheRuntime {DS} Ready")
     k.run("get", "dataset,cacheruntime", "-n", NS)
     k.run("get", "pods", "-n", NS, "-o", "wide")
     master_ip = str(master["status"]["podIP"])

@@ -128,6 +128,8 @@ LABEL_DATASET_ID: Final = "fluid.io/dataset-id"
 LABEL_DATASET_NAMESPACE: Final = "fluid.io/dataset-namespace"
 LABEL_DATASET_NAME: Final = "fluid.io/dataset-name"
 DATASET_FINALIZER: Final = "data.fluid.io/dataset-protection"
+# On a CacheRuntimeClass while any CacheRuntime names it: deleting the class waits for them.
+RUNTIME_CLASS_FINALIZER: Final = "data.fluid.io/cacheruntimeclass-protection"
 CONTROLLER_FIELD_MANAGER: Final = "fluid-controller"
 # The namespace the product's own workloads run in, and the controller's leader-election Lease there.
 FLUID_NAMESPACE: Final = "fluid-system"

@@ -141,7 +141,8 @@ def test_clientless_dataset_becomes_configmap_workloads_pv_pvc_and_binds(fl: Flu
         {"name": "ds1", "namespace": fl.ns, "category": "Accelerate", "type": "cache", "masterReplicas": 1}
     ]
     assert fl.condition("datasets", "ds1")["reason"] == "DatasetReady"
-    assert fl.condition("cacheruntimes", "ds1")["status"] == "True"
+    # Ready once the master and a worker have ready pods (kwok's pods become ready quickly).
+    eventually(lambda: fl.condition("cacheruntimes", "ds1").get("status") == "True", "runtime ds1 Ready")
     assert fl.get("cacheruntimes", "ds1")["status"]["valueFile"] == names.runtime_config_configmap("ds1")
 
     # The worker as upstream builds it, stored as the controller wrote it (quantities canonical).

@@ -131,6 +131,32 @@ def test_the_client_runs_on_the_nodes_labelled_for_its_dataset(
     assert mounts[names.target_path(fl.ns, "fc")].mount_propagation == "Bidirectional"
 
 
+def test_the_runtime_is_ready_only_once_its_master_and_workers_have_ready_pods(
+    fl: Fluid, core: client.CoreV1Api, node_label: list[str]
+) -> None:
+    key = f"e2e.fluid.io/r-{fl.ns}"[:76]
+    fl.create(dataset("rd"))
+    fl.create(runtime("rd", master={"replicas": 1, "nodeSelector": {key: "true"}}, worker={"replicas": 1}))
+    eventually(lambda: fl.bound("rd"), "Dataset rd Bound: its children are in place", timeout=30)
+    eventually(
+        lambda: fl.condition("cacheruntimes", "rd").get("reason") == "ComponentsNotReady",
+        "Ready=False while the master's pod cannot be scheduled",
+    )
+    condition = fl.condition("cacheruntimes", "rd")
+    assert condition["status"] == "False"
+    assert "master 0/1 ready" in condition["message"], condition["message"]
+    assert fl.get("cacheruntimes", "rd")["status"]["valueFile"] == names.runtime_config_configmap("rd")
+
+    node_label.append(key)
+    core.patch_node(core.list_node().items[0].metadata.name, {"metadata": {"labels": {key: "true"}}})
+    eventually(
+        lambda: fl.condition("cacheruntimes", "rd").get("status") == "True",
+        "Ready once the master's pod runs on the labelled node",
+        timeout=60,
+    )
+    assert fl.condition("cacheruntimes", "rd")["reason"] == "Reconciled"
+
+
 def owners(fl: Fluid, name: str) -> list[str]:
     cm = fl.core.read_namespaced_config_map(name, fl.ns)
     return sorted(ref.name for ref in cm.metadata.owner_references or [])

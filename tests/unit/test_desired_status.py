@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.desired.status import component_status, not_running, watched_state
+from controller.desired.status import component_status, components_waiting, not_running, watched_state
 
 
 def sts(replicas: int, ready: int = 0, current: int = 0, available: int = 0) -> dict[str, Any]:
@@ -109,3 +109,34 @@ def test_the_controller_reacts_to_the_status_fields_it_reports_and_to_new_genera
     )
     # No generation (a ConfigMap): every change counts.
     assert watched_state({"kind": "ConfigMap", "metadata": {}}) is None
+
+
+def test_a_runtime_waits_for_its_whole_master_and_a_ready_worker_never_for_its_client() -> None:
+    def of(master: dict[str, Any], worker: dict[str, Any], client: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "master": component_status("master", master, 1),
+            "worker": component_status("worker", worker, 2),
+            "client": component_status("client", client, 0),
+        }
+
+    assert components_waiting(of(sts(1, 1), sts(2, 2), ds(0, 0))) is None  # no client pod wanted yet
+    assert components_waiting(of(sts(1, 1), sts(2, 1), ds(3, 0))) is None  # one worker serves
+    assert components_waiting(of(sts(1), sts(2), ds(0, 0))) == "master 0/1 ready, worker 0/2 ready"
+    assert components_waiting(of(sts(2, 1), sts(2, 2), ds(0, 0))) == "master 1/2 ready"
+    # Not seen yet: the replicas the controller wants, nothing ready.
+    unseen = {"master": component_status("master", None, 1), "worker": component_status("worker", None, 0)}
+    assert components_waiting(unseen) == "master 0/1 ready"
+    # A component that does not run is not waited for.
+    assert components_waiting({"master": not_running(), "worker": not_running()}) is None
+
+
+@given(st.integers(0, 5), st.integers(0, 5), st.integers(0, 5), st.integers(0, 5))
+def test_ready_means_every_master_and_some_worker(
+    m_want: int, m_ready: int, w_want: int, w_ready: int
+) -> None:
+    m_ready, w_ready = min(m_ready, m_want), min(w_ready, w_want)
+    components = {
+        "master": component_status("master", sts(m_want, m_ready), m_want),
+        "worker": component_status("worker", sts(w_want, w_ready), w_want),
+    }
+    assert (components_waiting(components) is None) == (m_ready == m_want and (w_want == 0 or w_ready > 0))

@@ -154,7 +154,8 @@ EXPECTED_CLUSTER_GRANTS = {
     ),
     (names.GROUP, "cacheruntimes", "delete"),
     (names.GROUP, "cacheruntimes/finalizers", "update"),
-    *((names.GROUP, "cacheruntimeclasses", v) for v in ("get", "list", "watch")),
+    # patch: the finalizer that guards a class while runtimes use it.
+    *((names.GROUP, "cacheruntimeclasses", v) for v in ("get", "list", "watch", "patch")),
     *(
         ("", r, v)
         for r in ("configmaps", "services", "persistentvolumeclaims", "persistentvolumes")
