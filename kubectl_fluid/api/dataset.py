@@ -134,16 +134,21 @@ class DatasetStatus(KubeModel):
     observed_generation: int | None = None
 
 
-# The same rules as ``names.dataset_name_error``, each with a message saying why it exists.
+# The same rules as ``names.dataset_name_error``, each with a message saying why it exists. They sit
+# on the root (a rule may not sit on metadata), so each names its field: without ``fieldPath`` the API
+# server reports a failing root rule as ``<nil>: Invalid value``.
+_NAME_FIELD = {"fieldPath": ".metadata.name", "reason": "FieldValueInvalid"}
 _NAME_RULE: dict[str, Any] = {
     "x-kubernetes-validations": [
         {
             "rule": f"size(self.metadata.name) <= {names.MAX_DATASET_NAME_LENGTH}",
             "message": names.DATASET_NAME_TOO_LONG_MESSAGE,
+            **_NAME_FIELD,
         },
         {
             "rule": f"self.metadata.name.matches('{names.DNS_1035_LABEL_PATTERN}')",
             "message": names.DATASET_NAME_NOT_DNS_1035_MESSAGE,
+            **_NAME_FIELD,
         },
     ]
 }

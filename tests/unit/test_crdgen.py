@@ -113,6 +113,12 @@ def test_dataset_crd_limits_names_and_says_why() -> None:
     assert label["rule"] == "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')"
     assert "DNS-1035" in label["message"]
     assert "Services" in label["message"]
+    # A root rule names its field, or the API server reports it as `<nil>: Invalid value`; the path
+    # must exist in the schema for the API server to take the CRD.
+    for rule in (length, label):
+        assert (rule["fieldPath"], rule["reason"]) == (".metadata.name", "FieldValueInvalid")
+    metadata = version["schema"]["openAPIV3Schema"]["properties"]["metadata"]
+    assert metadata == {"type": "object", "properties": {"name": {"type": "string"}}}
     # CEL's matches() is an RE2 search; on names without a newline Python's re.search agrees with it,
     # so the CRD and names.dataset_name_error accept the same short names.
     pattern = label["rule"].split("'")[1]

@@ -540,7 +540,13 @@ def schema_errors(schema: Doc, value: Any, at: str = "") -> list[str]:
                 errors += schema_errors(props[key], item, f"{at}.{key}")
             elif isinstance(extra, dict):
                 errors += schema_errors(extra, item, f"{at}.{key}")
-            elif props is not None and not schema.get("x-kubernetes-preserve-unknown-fields"):
+            # The root's metadata is ObjectMeta, which the API server checks and keeps whole; the CRD
+            # may only declare name there (for a CEL rule's fieldPath).
+            elif (
+                props is not None
+                and not schema.get("x-kubernetes-preserve-unknown-fields")
+                and at != ".metadata"
+            ):
                 errors.append(f"{at}.{key}: unknown field")
     return errors
 
