@@ -16,6 +16,7 @@ from kubectl_fluid.api.crdschema import StructuralSchemaError, structural_schema
 
 REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "manifests" / "crds"
+SERVER_OWNED = ("apiVersion", "kind", "metadata")
 FORBIDDEN = {"$ref", "$defs", "anyOf", "oneOf", "allOf", "not", "const", "nullable", "title"}
 
 
@@ -176,3 +177,15 @@ def test_unions_are_refused() -> None:
 
     with pytest.raises(StructuralSchemaError, match="union"):
         structural_schema(Bad)
+
+
+def test_every_top_level_field_of_spec_and_status_is_described() -> None:
+    # What `kubectl explain dataset.spec` prints; tests/e2e/test_crds.py reads it from the API server.
+    for name, schema in _schemas():
+        assert schema.get("description"), name
+        tops = [schema["properties"][part] for part in ("spec", "status") if part in schema["properties"]]
+        if not tops:  # CacheRuntimeClass, like StorageClass, has its fields at the top
+            tops = [{"properties": {k: v for k, v in schema["properties"].items() if k not in SERVER_OWNED}}]
+        for top in tops:
+            undescribed = sorted(f for f, sub in top["properties"].items() if not sub.get("description"))
+            assert undescribed == [], f"{name}: fields without a description"
