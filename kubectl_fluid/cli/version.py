@@ -3,10 +3,11 @@ product's server components, read from their workloads.
 
 A component is a Deployment or DaemonSet labelled ``app.kubernetes.io/part-of: fluid`` in the
 components' namespace (fluid-system, where both install paths put them; ``-n`` names another). Its
-version is its ``app.kubernetes.io/version`` label (the Helm chart sets it), else the tag of its first
-container's image (the kustomize install runs ``kubectl-fluid:latest``: ``latest``), else
-``<unknown>``. A component whose version is a release number other than the plugin's is warned about,
-as kubectl warns about version skew; ``latest`` and digests are compared with nothing.
+version is its ``app.kubernetes.io/version`` label (the Helm chart and the kustomize manifests both set
+it to the release, since their image ``kubectl-fluid:latest`` names none), else the tag of its first
+container's image, else ``<unknown>``. A component whose version is a release number other than the
+plugin's is warned about, as kubectl warns about version skew; ``latest`` and digests are compared with
+nothing.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ def version(client_only: bool, settings: Settings) -> None:
     app.kubernetes.io/part-of=fluid) in namespace fluid-system, or the one -n names:
       COMPONENT  KIND  NAME  VERSION  READY  IMAGE
     VERSION is the workload's app.kubernetes.io/version label (set by the Helm
-    chart), else its image's tag. -o wide lists every container's image.
+    chart and the manifests), else its image's tag. -o wide lists every container's image.
 
     A component at another release than the plugin is warned about on stderr.
     """
