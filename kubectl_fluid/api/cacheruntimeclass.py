@@ -121,7 +121,8 @@ class CacheRuntimeClass(Resource):
     )
     extra_resources: RuntimeExtraResources | None = Field(
         default=None,
-        description="ConfigMaps made once for every runtime of the class, for components to mount.",
+        description="ConfigMaps shared by the runtimes of the class, which components mount through "
+        "their dependencies.",
     )
     data_operation_specs: list[DataOperationSpec] | None = Field(
         default=None,
