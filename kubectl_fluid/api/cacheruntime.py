@@ -126,15 +126,29 @@ class CacheRuntimeClientSpec(RuntimeComponentCommonSpec):
 
 
 class CacheRuntimeSpec(KubeModel):
-    runtime_class_name: str = Field(min_length=1, description="Name of the CacheRuntimeClass.")
-    master: CacheRuntimeMasterSpec = Field(default_factory=CacheRuntimeMasterSpec)
-    worker: CacheRuntimeWorkerSpec = Field(default_factory=CacheRuntimeWorkerSpec)
+    """The runtime's class and what it changes of each component the class defines."""
+
+    runtime_class_name: str = Field(
+        min_length=1, description="Name of the CacheRuntimeClass whose templates the components run."
+    )
+    master: CacheRuntimeMasterSpec = Field(
+        default_factory=CacheRuntimeMasterSpec,
+        description="The master (a StatefulSet): replicas and overrides.",
+    )
+    worker: CacheRuntimeWorkerSpec = Field(
+        default_factory=CacheRuntimeWorkerSpec,
+        description="The workers (a StatefulSet): replicas, cache tiers and overrides.",
+    )
     client: CacheRuntimeClientSpec = Field(
         default_factory=CacheRuntimeClientSpec,
         description="The client; disabled: true makes the runtime clientless.",
     )
-    options: dict[str, str] | None = Field(default=None, description="Options of every component.")
-    pod_metadata: PodMetadata | None = None
+    options: dict[str, str] | None = Field(
+        default=None, description="Options of every component, rendered into the runtime config."
+    )
+    pod_metadata: PodMetadata | None = Field(
+        default=None, description="Labels and annotations of every component's pods."
+    )
     image_pull_secrets: list[KubeObject] | None = Field(
         default=None, description="core/v1 LocalObjectReferences."
     )
@@ -159,24 +173,33 @@ class RuntimeComponentStatus(KubeModel):
 
 
 class CacheRuntimeStatus(KubeModel):
+    """What the controller observed of the runtime and its components."""
+
     value_file: str | None = Field(
         default=None, description="The ConfigMap holding runtime.json and runtime.sh."
     )
-    setup_duration: str | None = None
+    setup_duration: str | None = Field(default=None, description="How long the runtime took to become ready.")
     conditions: list[Condition] = Field(
         default_factory=list,
+        description="The latest observations of its state; Ready says why when it is not.",
         json_schema_extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]},
     )
-    selector: str | None = None
+    selector: str | None = Field(default=None, description="Label selector of the workers' pods.")
     cache_affinity: KubeObject | None = Field(
         default=None, description="core/v1 NodeAffinity of the workers."
     )
-    master: RuntimeComponentStatus | None = None
-    worker: RuntimeComponentStatus | None = None
-    client: RuntimeComponentStatus | None = None
-    mount_time: str | None = None
-    # The product's own: the generation its conditions describe.
-    observed_generation: int | None = None
+    master: RuntimeComponentStatus | None = Field(
+        default=None, description="The master's phase and replicas."
+    )
+    worker: RuntimeComponentStatus | None = Field(
+        default=None, description="The workers' phase and replicas."
+    )
+    client: RuntimeComponentStatus | None = Field(default=None, description="The client's phase and pods.")
+    mount_time: str | None = Field(default=None, description="When the data sources were last mounted.")
+    # The product's own.
+    observed_generation: int | None = Field(
+        default=None, description="The generation of the spec the conditions describe."
+    )
 
 
 class CacheRuntime(Resource):

@@ -114,9 +114,20 @@ class CacheRuntimeClass(Resource):
 
     kind: str = "CacheRuntimeClass"
     file_system_type: str = Field(min_length=1, description="The cache system, e.g. mooncakefs.")
-    topology: RuntimeTopology | None = None
-    extra_resources: RuntimeExtraResources | None = None
-    data_operation_specs: list[DataOperationSpec] | None = None
+    topology: RuntimeTopology | None = Field(
+        default=None,
+        description="The components (master, worker, client) runtimes of this class run, each from a "
+        "pod template; a component left out is not run (no client: the runtimes are clientless).",
+    )
+    extra_resources: RuntimeExtraResources | None = Field(
+        default=None,
+        description="ConfigMaps shared by the runtimes of the class, which components mount through "
+        "their dependencies.",
+    )
+    data_operation_specs: list[DataOperationSpec] | None = Field(
+        default=None,
+        description="How data operations (DataLoad...) run for this class: image, command, args.",
+    )
 
     def component(self, component: names.Component) -> RuntimeComponentDefinition | None:
         return self.topology.component(component) if self.topology is not None else None

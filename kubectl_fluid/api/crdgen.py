@@ -38,13 +38,25 @@ def openapi_schema(resource: type[Resource]) -> Schema:
     server_owned = {
         "apiVersion": {"type": "string"},
         "kind": {"type": "string"},
-        "metadata": {"type": "object"},
+        "metadata": _metadata_schema(schema.get("x-kubernetes-validations", [])),
     }
     schema["properties"].update(server_owned)
     required = [r for r in schema.pop("required", []) if r not in server_owned]
     if required:
         schema["required"] = required
     return schema
+
+
+def _metadata_schema(root_rules: list[dict[str, Any]]) -> Schema:
+    """``metadata`` as an open object, with the fields a root rule's ``fieldPath`` names (the API
+    server refuses a path the schema lacks; of metadata, only name and generateName, both strings)."""
+    prefix = ".metadata."
+    named = sorted(
+        {r["fieldPath"][len(prefix) :] for r in root_rules if r.get("fieldPath", "").startswith(prefix)}
+    )
+    if not named:
+        return {"type": "object"}
+    return {"type": "object", "properties": {name: {"type": "string"} for name in named}}
 
 
 def crd(resource: type[Resource]) -> dict[str, Any]:

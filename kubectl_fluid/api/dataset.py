@@ -87,14 +87,38 @@ class DataRestoreLocation(KubeModel):
 
 
 class DatasetSpec(KubeModel):
-    mounts: list[Mount] | None = Field(default=None, min_length=1)
-    owner: User | None = None
-    node_affinity: CacheableNodeAffinity | None = None
-    tolerations: list[KubeObject] | None = None
-    access_modes: list[str] | None = Field(default=None, description="Default [ReadOnlyMany].")
-    runtimes: list[DatasetRuntime] | None = None
-    placement: PlacementMode | None = Field(default=None, description='Exclusive (also "") or Shared.')
-    data_restore_location: DataRestoreLocation | None = None
+    """What the Dataset holds and how pods may use it."""
+
+    mounts: list[Mount] | None = Field(
+        default=None,
+        min_length=1,
+        description="The data sources (e.g. s3://bucket/dir), each at its own path of the dataset.",
+    )
+    owner: User | None = Field(default=None, description="The user and group that own the dataset's files.")
+    node_affinity: CacheableNodeAffinity | None = Field(
+        default=None,
+        description="Nodes the dataset may be cached on; pods that use the dataset are scheduled by it.",
+    )
+    tolerations: list[KubeObject] | None = Field(
+        default=None, description="core/v1 Tolerations of the cache's pods, for tainted cache nodes."
+    )
+    access_modes: list[str] | None = Field(
+        default=None,
+        description="How the dataset's volume may be mounted (PersistentVolume access modes); "
+        "default [ReadOnlyMany].",
+    )
+    runtimes: list[DatasetRuntime] | None = Field(
+        default=None,
+        description="Runtimes that serve the dataset (upstream's; the status names the bound one).",
+    )
+    placement: PlacementMode | None = Field(
+        default=None,
+        description='Exclusive (also "", the default): a node caches this dataset alone; Shared: '
+        "a node may cache other datasets too.",
+    )
+    data_restore_location: DataRestoreLocation | None = Field(
+        default=None, description="Where a backup of the dataset's metadata is restored from."
+    )
     shared_options: dict[str, str] | None = Field(
         default=None, description="Options of every mount; a mount's own options win."
     )
@@ -118,32 +142,60 @@ class HcfsStatus(KubeModel):
 
 
 class DatasetStatus(KubeModel):
-    mounts: list[Mount] | None = None
-    ufs_total: str | None = None
-    phase: DatasetPhase | None = None
-    runtimes: list[DatasetRuntime] | None = None
-    conditions: list[Condition] = Field(default_factory=list)
-    cache_states: dict[str, str] | None = None
-    hcfs: HcfsStatus | None = None
-    file_num: str | None = None
-    data_load_ref: str | None = None
-    data_backup_ref: str | None = None
-    operation_ref: dict[str, str] | None = None
-    dataset_ref: list[str] | None = None
-    # The product's own: the generation its conditions describe.
-    observed_generation: int | None = None
+    """What the controller observed of the Dataset."""
+
+    mounts: list[Mount] | None = Field(default=None, description="The mounts the cache has mounted.")
+    ufs_total: str | None = Field(default=None, description="Total size of the data sources.")
+    phase: DatasetPhase | None = Field(
+        default=None, description="Bound once a runtime serves the dataset; NotBound while none can."
+    )
+    runtimes: list[DatasetRuntime] | None = Field(
+        default=None, description="The runtime bound to the dataset."
+    )
+    conditions: list[Condition] = Field(
+        default_factory=list, description="The latest observations of its state."
+    )
+    cache_states: dict[str, str] | None = Field(
+        default=None,
+        description="Cached size, capacity, percentage and hit ratio, as the cache reports them.",
+    )
+    hcfs: HcfsStatus | None = Field(
+        default=None, description="The HCFS endpoint, where the cache offers one."
+    )
+    file_num: str | None = Field(default=None, description="Number of files in the data sources.")
+    data_load_ref: str | None = Field(
+        default=None, description="The DataLoad running on the dataset, if any."
+    )
+    data_backup_ref: str | None = Field(
+        default=None, description="The DataBackup running on the dataset, if any."
+    )
+    operation_ref: dict[str, str] | None = Field(
+        default=None, description="The data operation running on the dataset, by kind."
+    )
+    dataset_ref: list[str] | None = Field(
+        default=None, description="Datasets that refer to this one (namespace/name)."
+    )
+    # The product's own.
+    observed_generation: int | None = Field(
+        default=None, description="The generation of the spec the conditions describe."
+    )
 
 
-# The same rules as ``names.dataset_name_error``, each with a message saying why it exists.
+# The same rules as ``names.dataset_name_error``, each with a message saying why it exists. They sit
+# on the root (a rule may not sit on metadata), so each names its field: without ``fieldPath`` the API
+# server reports a failing root rule as ``<nil>: Invalid value``.
+_NAME_FIELD = {"fieldPath": ".metadata.name", "reason": "FieldValueInvalid"}
 _NAME_RULE: dict[str, Any] = {
     "x-kubernetes-validations": [
         {
             "rule": f"size(self.metadata.name) <= {names.MAX_DATASET_NAME_LENGTH}",
             "message": names.DATASET_NAME_TOO_LONG_MESSAGE,
+            **_NAME_FIELD,
         },
         {
             "rule": f"self.metadata.name.matches('{names.DNS_1035_LABEL_PATTERN}')",
             "message": names.DATASET_NAME_NOT_DNS_1035_MESSAGE,
+            **_NAME_FIELD,
         },
     ]
 }

@@ -14,14 +14,21 @@ FuseMountPhase = Literal["Mounting", "Ready", "Broken", "Unmounting"]
 
 
 class FuseMountSpec(KubeModel):
-    node_name: str = Field(min_length=1)
-    mount_key: str = Field(min_length=1)
-    cluster_id: str
+    """Which FUSE mount this is: its node, key, cluster and how it runs."""
+
+    node_name: str = Field(min_length=1, description="The node the FUSE mount is on.")
+    mount_key: str = Field(
+        min_length=1,
+        description="Hash of master-addrs, fs-path and tuning: volumes of one key share the mount.",
+    )
+    cluster_id: str = Field(description="First 8 hex digits of sha256(master-addrs).")
     master_addrs: str = Field(description="host:port[,host:port...] of the cache masters.")
-    fs_path: str
+    fs_path: str = Field(description="The directory of the cache's filesystem the FUSE serves.")
     mnt_path: str = Field(description="Host path of the FUSE mount.")
-    mode: names.MountMode
-    fuse_args: list[str] = Field(default_factory=list)
+    mode: names.MountMode = Field(
+        description="embedded (a child of the CSI node service) or standalone (a FUSE pod of its own)."
+    )
+    fuse_args: list[str] = Field(default_factory=list, description="The FUSE program's arguments.")
     program: str | None = Field(
         default=None,
         description="The FUSE program serving the mount, as the node service runs it (fuseArgs follow it).",
@@ -49,12 +56,18 @@ class StagedVolume(KubeModel):
 
 
 class FuseMountStatus(KubeModel):
-    phase: FuseMountPhase | None = None
+    """The mount's state as the CSI node service last saw it."""
+
+    phase: FuseMountPhase | None = Field(default=None, description="Mounting, Ready, Broken or Unmounting.")
     ref_count: int = Field(default=0, ge=0, description="Number of staged volumes using the mount.")
-    volumes: list[StagedVolume] = Field(default_factory=list)
+    volumes: list[StagedVolume] = Field(
+        default_factory=list, description="The volumes staged on the mount and the pod targets of each."
+    )
     pid: int | None = Field(default=None, description="FUSE process id (embedded mode).")
     pod_name: str | None = Field(default=None, description="FUSE pod (standalone mode).")
-    last_transition_time: str | None = Field(default=None, json_schema_extra=DATE_TIME)
+    last_transition_time: str | None = Field(
+        default=None, description="When the phase last changed.", json_schema_extra=DATE_TIME
+    )
     reason: str | None = Field(
         default=None,
         description="Why the mount is Broken, or which pods still show a replaced FUSE; and what to do.",

@@ -19,6 +19,13 @@ API_VERSION: Final = f"{GROUP}/{VERSION}"
 
 DNS_LABEL_MAX: Final = 63
 
+# The plugin's own output types: `kubectl fluid datasets -o json|yaml` prints a v1 List of these, so
+# each item is an object as kubectl prints objects. No API server serves this group: it names a
+# shape of output, in a group of its own so that nothing takes it for a resource of data.fluid.io.
+CLI_GROUP: Final = "cli.fluid.io"
+CLI_API_VERSION: Final = f"{CLI_GROUP}/{VERSION}"
+KIND_DATASET_SUMMARY: Final = "DatasetSummary"
+
 # --- pod injection (SPEC §4) ---------------------------------------------------------------------
 TRUE: Final = "true"
 LABEL_INJECT: Final = "fluid.io/inject"

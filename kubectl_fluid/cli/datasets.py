@@ -43,9 +43,15 @@ class Summary:
     created: str | None
 
     def to_json(self) -> dict[str, Any]:
+        """A DatasetSummary (``names.KIND_DATASET_SUMMARY``): the Dataset's name, namespace and
+        creation time in ``metadata`` as in the Dataset, the columns beside it."""
+        from kubectl_fluid.api import names
+
+        metadata = {"name": self.name, "namespace": self.namespace, "creationTimestamp": self.created}
         return {
-            "namespace": self.namespace,
-            "name": self.name,
+            "apiVersion": names.CLI_API_VERSION,
+            "kind": names.KIND_DATASET_SUMMARY,
+            "metadata": metadata,
             "runtimeClass": self.runtime_class,
             "mode": self.mode,
             "phase": self.phase,
@@ -53,7 +59,6 @@ class Summary:
             "configProblem": self.config_problem,
             "injectedPods": self.injected_pods,
             "mountPoints": self.mount_points,
-            "creationTimestamp": self.created,
         }
 
 
@@ -181,6 +186,11 @@ def datasets(settings: Settings) -> None:
     INJECTED-PODS  pods that carry the dataset's runtime config (what the webhook did)
     -o wide adds MOUNTPOINTS and CONFIG-PROBLEM (why CONFIG-READY is false: the controller's own
     cause when it knows one, a CacheRuntimeClass not found say, else what is wrong with the ConfigMap).
+
+    -o json|yaml prints a v1 List of DatasetSummary objects (apiVersion cli.fluid.io/v1alpha1,
+    the plugin's own: no API server serves it): metadata {name, namespace, creationTimestamp} as
+    the Dataset's, then runtimeClass, mode, phase, configReady, configProblem, injectedPods (names),
+    mountPoints; null where the table shows <unknown>.
 
     Only the Datasets are required: a list RBAC forbids (CacheRuntimes, ConfigMaps, Pods) turns
     its columns into <unknown>, with a warning naming it.

@@ -3,10 +3,12 @@ product's server components, read from their workloads.
 
 A component is a Deployment or DaemonSet labelled ``app.kubernetes.io/part-of: fluid`` in the
 components' namespace (fluid-system, where both install paths put them; ``-n`` names another). Its
-version is its ``app.kubernetes.io/version`` label (the Helm chart sets it), else the tag of its first
-container's image (the kustomize install runs ``kubectl-fluid:latest``: ``latest``), else
-``<unknown>``. A component whose version is a release number other than the plugin's is warned about,
-as kubectl warns about version skew; ``latest`` and digests are compared with nothing.
+version is the tag of its first container's image when that is a release number (what runs, even where
+an overlay changed the image and not the label), else its ``app.kubernetes.io/version`` label (the Helm
+chart and the kustomize manifests both set it to the release, since their image
+``kubectl-fluid:latest`` names none), else the image's tag, else ``<unknown>``. A component whose
+version is a release number other than the plugin's is warned about, as kubectl warns about version
+skew; ``latest`` and digests are compared with nothing.
 """
 
 from __future__ import annotations
@@ -70,7 +72,8 @@ def component_of(workload: Mapping[str, Any]) -> Component:
     else:
         wanted = spec.get("replicas")
         ready = f"{int(status.get('readyReplicas') or 0)}/{1 if wanted is None else int(wanted)}"
-    version = labels.get(names.LABEL_APP_VERSION) or (image_tag(images[0]) if images else None)
+    tag = image_tag(images[0]) if images else None
+    version = tag if tag and RELEASE.fullmatch(tag) else labels.get(names.LABEL_APP_VERSION) or tag
     return Component(
         kind=kind,
         name=str(meta.get("name") or ""),
@@ -117,8 +120,10 @@ def version(client_only: bool, settings: Settings) -> None:
     then a table of the product's Deployments and DaemonSets (label
     app.kubernetes.io/part-of=fluid) in namespace fluid-system, or the one -n names:
       COMPONENT  KIND  NAME  VERSION  READY  IMAGE
-    VERSION is the workload's app.kubernetes.io/version label (set by the Helm
-    chart), else its image's tag. -o wide lists every container's image.
+    VERSION is its image's tag when that is a release number, else the workload's
+    app.kubernetes.io/version label (set by the Helm chart and the manifests, whose
+    image kubectl-fluid:latest names none), else the tag. -o wide lists every
+    container's image.
 
     A component at another release than the plugin is warned about on stderr.
     """

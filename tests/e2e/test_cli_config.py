@@ -94,8 +94,15 @@ def test_datasets_and_explain(fl: Fluid, kubeconfig: Path) -> None:
         "fuse": ["curvine", "FUSE", "Bound", "True", "0"],
     }
     listed = json.loads(ok(kubectl_fluid(kubeconfig, "datasets", "-A", "-o", "json")))
-    mine = [i for i in listed["items"] if i["namespace"] == fl.ns]
-    assert [(i["name"], i["injectedPods"]) for i in mine] == [("ds1", ["injected"]), ("fuse", [])]
+    assert (listed["apiVersion"], listed["kind"]) == ("v1", "List")
+    # Each item an object of the plugin's own kind, named as its Dataset (issue 28: kindless rows).
+    assert {(i["apiVersion"], i["kind"]) for i in listed["items"]} == {
+        (names.CLI_API_VERSION, names.KIND_DATASET_SUMMARY)
+    }
+    mine = [i for i in listed["items"] if i["metadata"]["namespace"] == fl.ns]
+    assert [(i["metadata"]["name"], i["injectedPods"]) for i in mine] == [("ds1", ["injected"]), ("fuse", [])]
+    created = fl.get("datasets", "ds1")["metadata"]["creationTimestamp"]
+    assert mine[0]["metadata"]["creationTimestamp"] == created
     assert ok(kubectl_fluid(kubeconfig, "datasets", "-n", fl.ns, "-o", "name")).split() == [
         "dataset.data.fluid.io/ds1",
         "dataset.data.fluid.io/fuse",

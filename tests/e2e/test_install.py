@@ -215,9 +215,9 @@ def test_kustomize_install_applies_rolls_out_and_is_deleted(own_cluster: localcl
     shown = versions_shown(kubeconfig)
     assert set(shown) == set(WORKLOADS)
     for (kind, name), component in WORKLOADS.items():
-        # No version label in the kustomize install: the version is the image's tag.
+        # The manifests' version label, not the image's tag (latest).
         assert shown[(kind, name)][0] == component
-        assert shown[(kind, name)][3] == "latest"
+        assert shown[(kind, name)][3] == __version__
     try:
         deleted = kubectl(kubeconfig, "delete", "-k", str(MANIFESTS), "--wait=true", "--timeout=180s")
     except (AssertionError, subprocess.TimeoutExpired) as e:

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import yaml
 
 from kubectl_fluid.api import names
 from kubectl_fluid.cli.injection import merge_patch
@@ -367,6 +368,23 @@ def test_datasets_degrades_where_rbac_forbids(api: FakeApi, capsys: pytest.Captu
     code, _, err = run(capsys, "datasets")
     assert code == 1
     assert "kubectl auth can-i list datasets.data.fluid.io -n team-a" in err
+
+
+@pytest.mark.parametrize("output", ["json", "yaml"])
+def test_datasets_machine_output_is_a_list_of_well_formed_objects(
+    api: FakeApi, capsys: pytest.CaptureFixture[str], output: str
+) -> None:
+    """Issue 28: -o json wrapped kindless rows in a v1 List. Each row is a DatasetSummary, an object
+    of the plugin's own group, named as kubectl names objects."""
+    code, out, _ = run(capsys, "datasets", "-o", output)
+    assert code == 0
+    listed = json.loads(out) if output == "json" else yaml.safe_load(out)
+    assert (listed["apiVersion"], listed["kind"]) == ("v1", "List")
+    (item,) = listed["items"]
+    assert (item["apiVersion"], item["kind"]) == ("cli.fluid.io/v1alpha1", "DatasetSummary")
+    assert (item["metadata"]["namespace"], item["metadata"]["name"]) == (NS, "ds1")
+    assert (item["mode"], item["configReady"], item["injectedPods"]) == ("Clientless", True, [])
+    assert not {"name", "namespace"} & item.keys()  # in metadata, as in every object
 
 
 def test_empty_lists_say_so_on_stderr(api: FakeApi, capsys: pytest.CaptureFixture[str]) -> None:

@@ -60,6 +60,18 @@ def test_the_version_label_wins_over_the_image_tag() -> None:
     assert component_of(workload("Deployment", "w", ["kubectl-fluid"])).version is None
 
 
+def test_an_image_at_a_release_wins_over_the_label() -> None:
+    # The manifests' label stays at their release when an overlay runs another image (kustomize
+    # `images:`, the chart's image.tag): what runs is the image.
+    overridden = workload(
+        "Deployment", "fluid-webhook", ["kubectl-fluid:0.2.0"], {names.LABEL_APP_VERSION: "0.1.0"}
+    )
+    assert component_of(overridden).version == "0.2.0"
+    assert [c.name for c in skewed("0.1.0", [component_of(overridden)])] == ["fluid-webhook"]
+    pinned = workload("Deployment", "w", ["kubectl-fluid@sha256:ab"], {names.LABEL_APP_VERSION: "0.1.0"})
+    assert component_of(pinned).version == "0.1.0"
+
+
 def test_ready_counts_by_kind() -> None:
     deploy = component_of(workload("Deployment", "d", ["i:1"], readyReplicas=1))
     assert deploy.ready == "1/2"

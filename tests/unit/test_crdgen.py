@@ -16,6 +16,7 @@ from kubectl_fluid.api.crdschema import StructuralSchemaError, structural_schema
 
 REPO = Path(__file__).resolve().parents[2]
 COMMITTED = REPO / "manifests" / "crds"
+SERVER_OWNED = ("apiVersion", "kind", "metadata")
 FORBIDDEN = {"$ref", "$defs", "anyOf", "oneOf", "allOf", "not", "const", "nullable", "title"}
 
 
@@ -113,6 +114,12 @@ def test_dataset_crd_limits_names_and_says_why() -> None:
     assert label["rule"] == "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')"
     assert "DNS-1035" in label["message"]
     assert "Services" in label["message"]
+    # A root rule names its field, or the API server reports it as `<nil>: Invalid value`; the path
+    # must exist in the schema for the API server to take the CRD.
+    for rule in (length, label):
+        assert (rule["fieldPath"], rule["reason"]) == (".metadata.name", "FieldValueInvalid")
+    metadata = version["schema"]["openAPIV3Schema"]["properties"]["metadata"]
+    assert metadata == {"type": "object", "properties": {"name": {"type": "string"}}}
     # CEL's matches() is an RE2 search; on names without a newline Python's re.search agrees with it,
     # so the CRD and names.dataset_name_error accept the same short names.
     pattern = label["rule"].split("'")[1]
@@ -170,3 +177,15 @@ def test_unions_are_refused() -> None:
 
     with pytest.raises(StructuralSchemaError, match="union"):
         structural_schema(Bad)
+
+
+def test_every_top_level_field_of_spec_and_status_is_described() -> None:
+    # What `kubectl explain dataset.spec` prints; tests/e2e/test_crds.py reads it from the API server.
+    for name, schema in _schemas():
+        assert schema.get("description"), name
+        tops = [schema["properties"][part] for part in ("spec", "status") if part in schema["properties"]]
+        if not tops:  # CacheRuntimeClass, like StorageClass, has its fields at the top
+            tops = [{"properties": {k: v for k, v in schema["properties"].items() if k not in SERVER_OWNED}}]
+        for top in tops:
+            undescribed = sorted(f for f, sub in top["properties"].items() if not sub.get("description"))
+            assert undescribed == [], f"{name}: fields without a description"

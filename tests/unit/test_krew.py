@@ -4,9 +4,11 @@ and passes krew's own validator. Installing it with krew is tests/e2e/test_krew.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tarfile
+import tomllib
 from pathlib import Path
 
 import krew
@@ -109,6 +111,20 @@ def test_the_committed_manifest_is_the_generators_but_for_the_digest(archive: Pa
     # release time (python hack/krew.py manifest --write); it must at least be a sha256.
     assert len(platform["sha256"]) == 64
     assert int(platform["sha256"], 16) >= 0
+
+
+def test_the_manifest_downloads_from_the_one_repository_setting() -> None:
+    # pyproject.toml's [project.urls] Repository is the release's home; nothing else spells it.
+    with (krew.REPO / "pyproject.toml").open("rb") as f:
+        repository = tomllib.load(f)["project"]["urls"]["Repository"]
+    assert krew.repository() == repository
+    assert re.fullmatch(r"https://github\.com/[A-Za-z0-9-]+/[A-Za-z0-9._-]+", repository), repository
+    (platform,) = COMMITTED["spec"]["platforms"]
+    assert platform["uri"] == (
+        f"{repository}/releases/download/v{__version__}/kubectl-fluid_v{__version__}.tar.gz"
+    )
+    # A placeholder left in (OWNER, <owner>, example.com) would publish a manifest krew cannot fetch.
+    assert not re.search(r"OWNER|<[a-z-]+>|example\.(com|org)", krew.MANIFEST.read_text(), re.IGNORECASE)
 
 
 @pytest.mark.skipif(krew_dir() is None, reason=f"validate-krew-manifest is {BUILT_BY}")

@@ -573,7 +573,13 @@ def schema_errors(schema: Doc, value: Any, at: str = "") -> list[str]:
                 errors += schema_errors(props[key], item, f"{at}.{key}")
             elif isinstance(extra, dict):
                 errors += schema_errors(extra, item, f"{at}.{key}")
-            elif props is not None and not schema.get("x-kubernetes-preserve-unknown-fields"):
+            # The root's metadata is ObjectMeta, which the API server checks and keeps whole; the CRD
+            # may only declare name there (for a CEL rule's fieldPath).
+            elif (
+                props is not None
+                and not schema.get("x-kubernetes-preserve-unknown-fields")
+                and at != ".metadata"
+            ):
                 errors.append(f"{at}.{key}: unknown field")
     return errors
 
@@ -764,6 +770,25 @@ def test_every_workload_image_is_ours_or_a_pinned_sidecar() -> None:
     # The provisioner the e2e suite builds and runs (hack/versions.env) is the one shipped.
     provisioner = sidecar(pod_spec(CSI_CONTROLLER, "Deployment"), "csi-provisioner")
     assert provisioner["image"].endswith(f":{pinned('CSI_PROVISIONER_VERSION')}")
+
+
+def test_every_component_workload_carries_the_products_version() -> None:
+    # `kubectl fluid version` reads it (the image is kubectl-fluid:latest, which names no release),
+    # as it reads the Helm chart's label; a release bumps kubectl_fluid.__version__ and this with it.
+    from kubectl_fluid import __version__
+
+    components = [
+        (rel(path), doc)
+        for path, doc in objects()
+        if not rel(path).startswith("samples/")
+        and doc["kind"] in ("Deployment", "DaemonSet")
+        and doc["metadata"]["labels"].get(names.LABEL_APP_PART_OF) == names.PART_OF
+    ]
+    assert len(components) == 4
+    for where, doc in components:
+        assert doc["metadata"]["labels"].get(names.LABEL_APP_VERSION) == __version__, where
+        # On the workload only: a version bump alone must not look like a change of the pods.
+        assert names.LABEL_APP_VERSION not in doc["spec"]["template"]["metadata"]["labels"], where
 
 
 def test_csi_controller_shares_its_socket_with_the_provisioner() -> None:
