@@ -332,6 +332,13 @@ def fuse(k: Cluster) -> None:
     k.run("get", "pvc", CLAIM, "-n", NS)
     for name in ("reader-a", "reader-b"):
         eventually(lambda n=name: pod_ready(k, NS, n), f"pod {name} Running with its volume", 180)  # type: ignore[misc]
+    propagation = "jsonpath={.spec.containers[0].volumeMounts[0].mountPropagation}"
+    given = {
+        n: k.run("get", "pod", n, "-n", NS, "-o", propagation, show=False) for n in ("reader-a", "reader-b")
+    }
+    if set(given.values()) != {"HostToContainer"}:
+        raise DemoError(f"the webhook did not give the pods' /data mount HostToContainer: {given}")
+    say("neither pod wrote mountPropagation: the webhook gave both /data mounts HostToContainer")
 
     def one_mount_two_targets() -> dict[str, Any] | None:
         items = k.get_json("fusemounts", "-l", names.fuse_mount_node_selector(NODE))["items"]
@@ -466,10 +473,9 @@ def volume_pod(name: str, busybox: str) -> dict[str, Any]:
                     "image": busybox,
                     "imagePullPolicy": "IfNotPresent",
                     "command": ["sh", "-c", f"echo {name} up; exec sleep 100000"],
-                    # A FUSE mounted again reaches the running container.
-                    "volumeMounts": [
-                        {"name": "data", "mountPath": "/data", "mountPropagation": "HostToContainer"}
-                    ],
+                    # No mountPropagation written: the webhook gives the volume of the driver
+                    # HostToContainer, so a FUSE mounted again reaches the running container.
+                    "volumeMounts": [{"name": "data", "mountPath": "/data"}],
                 }
             ],
             "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": CLAIM}}],
