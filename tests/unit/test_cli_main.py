@@ -153,7 +153,7 @@ def test_usage_errors_are_one_error_line_and_exit_1(
             ["inject", "deploy/web", "--dataset", "a.b"],
             'error: dataset "a.b": a Dataset name must be a DNS-1035 label',
         ),
-        (["explain", "deploy/web"], 'error: explain takes pods, as pod/NAME, not "deploy/web"'),
+        (["explain", "svc/web"], "error: explain takes pods and workloads, as pod/NAME or deploy|sts|"),
         # One check of a dataset name for every verb (issue 28: config show said "not found").
         (["inject", "deploy/web", "--dataset", ""], 'error: --dataset "" names no dataset; pass DS[,DS...]'),
         (["inject", "deploy/web", "--dataset", " , "], 'error: --dataset " , " names no dataset'),
