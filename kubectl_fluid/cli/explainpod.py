@@ -103,6 +103,7 @@ def _claims(session: Session, pod: dict[str, Any]) -> tuple[list[str], dict[str,
     """(datasets behind the Fluid PVCs the pod mounts, a Fluid PVC being named like its dataset;
     each claim's ``podview.claim_path()``, where known). A claim's PV or StorageClass that cannot be
     read leaves its path unknown."""
+    from kubectl_fluid.cli.datasets import CLIENTLESS as CLIENTLESS_MODE
     from kubectl_fluid.cli.podview import claim_names, claim_path, is_dataset_pvc
     from kubectl_fluid.kube import resources
 
@@ -127,10 +128,27 @@ def _claims(session: Session, pod: dict[str, Any]) -> tuple[list[str], dict[str,
             if sc and not pv
             else None
         )
-        path = claim_path(pvc, pv, storage_class)
+        mode = _dataset_mode(session, claim) if pv is None and is_dataset_pvc(pvc) else None
+        path = claim_path(pvc, pv, storage_class, None if mode is None else mode == CLIENTLESS_MODE)
         if path:
             paths[claim] = path
     return datasets, paths
+
+
+def _dataset_mode(session: Session, dataset: str) -> str | None:
+    """The dataset's mode as ``kubectl fluid datasets`` reads it (its rendered runtime config, else its
+    CacheRuntime), for a PVC whose PV cannot be read."""
+    from kubectl_fluid.api import names
+    from kubectl_fluid.cli.datasets import mode_of
+    from kubectl_fluid.kube import resources
+
+    api, ns = session.api, session.namespace
+    configmap = _quiet(
+        lambda: api.get(resources.CONFIGMAPS.object_path(ns, names.runtime_config_configmap(dataset)))
+    )
+    runtime = None if configmap else _quiet(lambda: api.get(resources.CACHERUNTIMES.object_path(ns, dataset)))
+    mode: str | None = mode_of(runtime, configmap)
+    return mode
 
 
 def _controller(obj: dict[str, Any]) -> dict[str, Any] | None:

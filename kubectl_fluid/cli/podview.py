@@ -62,11 +62,18 @@ FUSE = "fuse"  # through the CSI driver's FUSE: the serverful path (``inject --f
 
 
 def claim_path(
-    pvc: Mapping[str, Any], pv: Mapping[str, Any] | None, storage_class: Mapping[str, Any] | None
+    pvc: Mapping[str, Any],
+    pv: Mapping[str, Any] | None,
+    storage_class: Mapping[str, Any] | None,
+    dataset_clientless: bool | None = None,
 ) -> str | None:
     """``CLIENTLESS``, ``FUSE`` or None (not the product's, or not known: its PV and StorageClass
     unread). The PV's CSI attributes decide (the controller marks a clientless dataset's); a PVC not
-    bound yet is FUSE when its StorageClass's provisioner is the driver."""
+    bound yet is FUSE when its StorageClass's provisioner is the driver. A dataset's PVC whose PV
+    cannot be read (cluster-scoped: a namespace's user seldom may) goes by ``dataset_clientless``,
+    the dataset's mode as ``kubectl fluid datasets`` reads it, when known."""
+    if pv is None and dataset_clientless is not None and is_dataset_pvc(pvc):
+        return CLIENTLESS if dataset_clientless else FUSE
     csi = ((pv or {}).get("spec") or {}).get("csi") or {}
     attributes = csi.get("volumeAttributes") or {}
     if str(attributes.get(names.VOLUME_ATTR_CLIENTLESS, "")).strip().lower() == names.TRUE:

@@ -22,6 +22,7 @@ from csi.model.volumes import clientless_message
 from kubectl_fluid.api import names
 from tests.e2e.fluid import ControllerProcess, WebhookProcess
 from tests.e2e.test_cli_inject import app_template, deployment, kubectl_fluid, live_pods, ok, statefulset
+from tests.e2e.test_cli_kubeconfigs import admin_cluster, admin_user
 from tests.e2e.test_controller import Fluid, runtime
 from tests.e2e.test_webhook import ready_dataset
 from tests.e2e.wait import as_json, eventually
@@ -278,3 +279,68 @@ def test_a_workload_is_explained_through_its_pods_or_its_failed_creates(fl: Flui
     named = explain(kubeconfig, "deploy/web", "sts/db", "-n", fl.ns, "-o", "name")
     assert named == "deployment.apps/web\nstatefulset.apps/db\n"
     assert as_json(fl.apps.read_namespaced_deployment("bad", fl.ns))["spec"]["replicas"] == 1
+
+
+def test_a_namespace_reader_who_may_not_read_pvs_gets_the_same_advice(
+    fl: Fluid, kubeconfig: Path, k8s: client.ApiClient, tmp_path: Path
+) -> None:
+    """PVs are cluster-scoped, and a namespace's user seldom may read them: the dataset's mode (its
+    runtime config, else its CacheRuntime) tells a FUSE dataset's PVC from a clientless one's."""
+    ready_dataset(fl, "ds1")
+    fl.create(runtime("fuse", runtime_class="curvine", clientless=False))
+    fl.create({"apiVersion": names.API_VERSION, "kind": "Dataset", "metadata": {"name": "fuse"}, "spec": {}})
+    eventually(lambda: fl.bound("fuse"), "Dataset fuse Bound", timeout=30)
+    for claim in ("ds1", "fuse"):
+        eventually(
+            functools.partial(fl.core.read_namespaced_persistent_volume_claim, claim, fl.ns), f"PVC {claim}"
+        )
+        spec = app_template({})["spec"]
+        spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]
+        fl.core.create_namespaced_pod(fl.ns, {"metadata": {"name": f"on-{claim}"}, "spec": spec})
+    rbac = client.RbacAuthorizationV1Api(k8s)
+    rbac.create_namespaced_role(
+        fl.ns,
+        {
+            "metadata": {"name": "reader"},
+            "rules": [
+                {
+                    "apiGroups": [""],
+                    "resources": ["pods", "persistentvolumeclaims", "configmaps"],
+                    "verbs": ["get"],
+                },
+                {"apiGroups": [""], "resources": ["events"], "verbs": ["list"]},
+                {"apiGroups": [names.GROUP], "resources": ["datasets", "cacheruntimes"], "verbs": ["get"]},
+            ],
+        },
+    )
+    fl.core.create_namespaced_service_account(fl.ns, {"metadata": {"name": "reader"}})
+    rbac.create_namespaced_role_binding(
+        fl.ns,
+        {
+            "metadata": {"name": "reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "reader", "namespace": fl.ns}],
+        },
+    )
+    reader = tmp_path / "reader"
+    user = {**admin_user(kubeconfig), "as": f"system:serviceaccount:{fl.ns}:reader"}
+    reader.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": admin_cluster(kubeconfig)}],
+                "users": [{"name": "reader", "user": user}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "reader"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    # Its Role names no PV, StorageClass or webhook configuration: those reads are refused.
+    fuse = explain(reader, "pod/on-fuse", "-n", fl.ns)
+    [reason] = why_not(fuse)
+    assert reason.startswith(f"it mounts the FUSE PVC fuse ({names.CSI_DRIVER})"), reason
+    assert reason.endswith(f"recreate it with the label {names.LABEL_FUSE_SERVERFUL_INJECT}=true"), reason
+    clientless = explain(reader, "pod/on-ds1", "-n", fl.ns)
+    [reason] = why_not(clientless)
+    assert reason.startswith("it mounts the PVC ds1 of a clientless dataset"), reason

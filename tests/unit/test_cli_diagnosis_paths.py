@@ -119,6 +119,17 @@ def test_claim_paths() -> None:
     assert claim_path(pvc, None, None) is None
 
 
+def test_a_dataset_pvc_whose_pv_is_unread_goes_by_the_datasets_mode() -> None:
+    """A namespace's user seldom may read PVs (cluster-scoped): the dataset's mode decides."""
+    dataset_pvc: dict[str, Any] = {"metadata": {"name": "ds1", "labels": {names.LABEL_DATASET_ID: "x"}}}
+    assert claim_path(dataset_pvc, None, None, dataset_clientless=True) == CLIENTLESS
+    assert claim_path(dataset_pvc, None, None, dataset_clientless=False) == FUSE
+    assert claim_path(dataset_pvc, None, None) is None
+    # The PV, when read, says more; a PVC that is not a dataset's is not judged by a dataset's mode.
+    assert claim_path(dataset_pvc, _pv(), None, dataset_clientless=True) == FUSE
+    assert claim_path({"metadata": {"name": "x"}}, None, None, dataset_clientless=True) is None
+
+
 def _pod(*mounts: dict[str, Any]) -> dict[str, Any]:
     return {
         "spec": {
