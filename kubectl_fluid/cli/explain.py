@@ -66,7 +66,7 @@ def parse_names(args: tuple[str, ...] | list[str]) -> list[tuple[Kind | None, st
     epilog="\b\nExamples:\n  kubectl fluid explain pod/app-5d9c7-x2x8v -n team-a\n"
     "  kubectl fluid explain deploy/app -n team-a"
 )
-@click.argument("name", nargs=-1, required=True, shell_complete=completers.pods)
+@click.argument("name", nargs=-1, required=True, shell_complete=completers.explained)
 @kube_command(outputs=("json", "yaml", "name"))
 def explain(name: tuple[str, ...], settings: Settings) -> None:
     """Say whether a pod was injected, and why not; or a workload's pods.

@@ -292,3 +292,12 @@ def test_dataset_list_completion_continues_after_commas(monkeypatch: pytest.Monk
     assert [i.value for i in completers.workloads(None, None, "deploy/o")] == ["deploy/other"]  # type: ignore[arg-type]
     assert [i.value for i in completers.workloads(None, None, "rs/")] == []  # type: ignore[arg-type]
     assert [i.value for i in completers.pods(None, None, "pod/o")] == ["pod/other"]  # type: ignore[arg-type]
+    # explain takes pods and workloads (rs/ too).
+    assert [i.value for i in completers.explained(None, None, "pod/o")] == ["pod/other"]  # type: ignore[arg-type]
+    assert [i.value for i in completers.explained(None, None, "rs/")] == [  # type: ignore[arg-type]
+        "rs/ds1",
+        "rs/ds2",
+        "rs/other",
+    ]
+    offered = [i.value for i in completers.explained(None, None, "")]  # type: ignore[arg-type]
+    assert offered == ["pod/", "deploy/", "sts/", "ds/", "job/", "cronjob/", "rs/"]
