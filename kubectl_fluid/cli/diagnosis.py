@@ -244,7 +244,9 @@ def describe(e: Explanation) -> str:
         lines.append(f"From PVCs:  {', '.join(e.from_pvcs)}")
     if e.fuse_claims:
         lines.append(f"FUSE PVCs:  {', '.join(e.fuse_claims)}")
-    lines.append(f"Owner:      {e.owner or none}")
+    # A product pod's owner is the product's: named, never offered to ``inject``.
+    owned = " (the product's, not to inject)" if e.role and e.owner else ""
+    lines.append(f"Owner:      {e.owner or none}{owned}")
     if e.mount_failure:
         lines.append(f"Mounting:   {e.mount_failure}")
     if e.reasons:

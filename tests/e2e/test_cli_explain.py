@@ -65,6 +65,7 @@ def test_a_cache_component_pod_is_said_to_be_one(fl: Fluid, kubeconfig: Path) ->
     ) in text
     assert "injection does not apply" in text
     assert "Injected:   no (not applicable)" in text
+    assert "Owner:      sts/demo-master (the product's, not to inject)" in text.splitlines()
     assert "kubectl fluid inject" not in text
     assert why_not(text) == []
     report = json.loads(explain(kubeconfig, "pod/demo-master-0", "-n", fl.ns, "-o", "json"))

@@ -31,7 +31,8 @@ def test_a_cache_component_is_said_to_be_one_and_never_sent_to_inject() -> None:
     text = describe(e)
     assert f"What:       {role}" in text.splitlines()
     assert "Injected:   no (not applicable)" in text
-    assert "inject" not in text.replace("injection does not apply", "").replace("Injected", "")
+    assert "Owner:      sts/demo-master (the product's, not to inject)" in text.splitlines()
+    assert "kubectl fluid inject" not in text
 
 
 def test_a_users_statefulset_and_fluid_systems_pods() -> None:
