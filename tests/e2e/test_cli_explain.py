@@ -224,8 +224,11 @@ def test_a_pod_stuck_on_a_clientless_datasets_pvc_shows_the_failed_mount(fl: Flu
     assert report["mountFailure"] == f"FailedMount (x4): {refusal}"
 
 
-def test_a_workload_is_explained_through_its_pods_or_its_failed_creates(fl: Fluid, kubeconfig: Path) -> None:
+def test_a_workload_is_explained_through_its_pods_or_its_failed_creates(
+    fl: Fluid, kubeconfig: Path, k8s: client.ApiClient
+) -> None:
     """Issue 28: explain refused deploy/app, and a workload the webhook refuses has no pod to explain."""
+    batch = client.BatchV1Api(k8s)
     ready_dataset(fl, "ds1")
     asked = {names.LABEL_INJECT: "true"}
     good = app_template({"app": "web", **asked})
@@ -235,6 +238,28 @@ def test_a_workload_is_explained_through_its_pods_or_its_failed_creates(fl: Flui
     bad["metadata"]["annotations"] = {names.ANNOTATION_DATASET: "ds9"}
     deployment(fl, "bad", bad)
     statefulset(fl, "db", {**bad, "metadata": {**bad["metadata"], "labels": {"app": "db", **asked}}})
+    for label in ("agent", "once"):
+        template = {**bad, "metadata": {**bad["metadata"], "labels": {"app": label, **asked}}}
+        if label == "agent":
+            fl.apps.create_namespaced_daemon_set(
+                fl.ns,
+                {
+                    "metadata": {"name": label},
+                    "spec": {"selector": {"matchLabels": {"app": label}}, "template": template},
+                },
+            )
+        else:
+            job_template = {**template, "spec": {**template["spec"], "restartPolicy": "Never"}}
+            batch.create_namespaced_job(
+                fl.ns, {"metadata": {"name": label}, "spec": {"template": job_template}}
+            )
+    batch.create_namespaced_cron_job(
+        fl.ns,
+        {
+            "metadata": {"name": "nightly"},
+            "spec": {"schedule": "0 3 * * *", "jobTemplate": {"spec": {"template": job_template}}},
+        },
+    )
     eventually(lambda: len(live_pods(fl, "app=web")) == 2, "web's 2 pods")
 
     text = explain(kubeconfig, "deploy/web", "-n", fl.ns)
@@ -255,7 +280,7 @@ def test_a_workload_is_explained_through_its_pods_or_its_failed_creates(fl: Flui
         said = explain(kubeconfig, f"{kind}/{name}", "-n", fl.ns)
         return said if "cannot create its pods: FailedCreate" in said else None
 
-    for kind, name in (("deploy", "bad"), ("statefulset", "db")):
+    for kind, name in (("deploy", "bad"), ("statefulset", "db"), ("ds", "agent"), ("jobs.batch", "once")):
         said = eventually(functools.partial(refused, kind, name), f"{kind}/{name}'s FailedCreate", timeout=90)
         assert "Pods:       <none>" in said.splitlines()
         [reason] = why_not(said)
@@ -265,6 +290,8 @@ def test_a_workload_is_explained_through_its_pods_or_its_failed_creates(fl: Flui
         assert reason.endswith(
             "(the webhook refused them: do what it says, and the controller creates them on its next try)"
         )
+    nightly = explain(kubeconfig, "cj/nightly", "-n", fl.ns)
+    assert why_not(nightly) == ['it has run no Job yet (schedule "0 3 * * *"): its pods come from its Jobs']
     [bad_rs] = [
         r.metadata.name for r in fl.apps.list_namespaced_replica_set(fl.ns, label_selector="app=bad").items
     ]
