@@ -90,17 +90,30 @@ def dataset_list(ctx: click.Context, param: click.Parameter, incomplete: str) ->
     return _items(names, prefix + last)
 
 
-def workloads(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
-    """``deploy/`` and its kin first (no space after them), then ``deploy/NAME``."""
-    from kubectl_fluid.cli.workloads import WORKLOAD_KINDS, words_for
+def workloads(
+    ctx: click.Context, param: click.Parameter, incomplete: str, *, explained: bool = False
+) -> list[CompletionItem]:
+    """``deploy/`` and its kin first (no space after them), then ``deploy/NAME``; with ``explained``,
+    the kinds ``explain`` reads too (``rs/``)."""
+    from kubectl_fluid.cli.workloads import EXPLAINED_KINDS, WORKLOAD_KINDS, lookup
 
+    kinds = EXPLAINED_KINDS if explained else WORKLOAD_KINDS
     if "/" not in incomplete:
-        return _items([f"{k.short}/" for k in WORKLOAD_KINDS], incomplete, nospace=True)
+        return _items([f"{k.short}/" for k in kinds], incomplete, nospace=True)
     word, _, _ = incomplete.partition("/")
-    kind = next((k for k in WORKLOAD_KINDS if word.lower() in words_for(k)), None)
+    kind = lookup(word, kinds)
     if kind is None:
         return []
     return _items([f"{word}/{n}" for n in _names(ctx, kind.resource.collection_path)], incomplete)
+
+
+def explained(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """What ``explain`` takes: ``pod/NAME``, and the workloads' ``deploy/``… as ``workloads`` offers."""
+    word = incomplete.partition("/")[0].lower()
+    if "/" in incomplete and word in ("pod", "po", "pods"):
+        return pods(ctx, param, incomplete)
+    offered = workloads(ctx, param, incomplete, explained=True)
+    return [*_items(["pod/"], incomplete, nospace=True), *offered] if "/" not in incomplete else offered
 
 
 def pods(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:

@@ -38,7 +38,10 @@ VERBS = {
     "config": ("kubectl_fluid.cli.config", "Show datasets' runtime config."),
     "mounts": ("kubectl_fluid.cli.mounts", "List the shared FUSE mounts per node."),
     "datasets": ("kubectl_fluid.cli.datasets", "List datasets and whether pods can use them."),
-    "explain": ("kubectl_fluid.cli.explain", "Say whether a pod was injected, and why not."),
+    "explain": (
+        "kubectl_fluid.cli.explain",
+        "Say whether a pod was injected, and why not; or a workload's pods.",
+    ),
     "version": (
         "kubectl_fluid.cli.version",
         "Print the plugin's version and that of the cluster and its Fluid components.",

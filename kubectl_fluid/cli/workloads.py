@@ -34,6 +34,10 @@ WORKLOAD_KINDS: tuple[Kind, ...] = (
     Kind(resources.JOBS, ("job", "jobs"), ("spec", "template")),
     Kind(resources.CRONJOBS, ("cronjob", "cj", "cronjobs"), ("spec", "jobTemplate", "spec", "template")),
 )
+# Not injectable (its Deployment owns the template), but explain reads one: a Deployment's pods are
+# created, or refused, by its newest ReplicaSet.
+REPLICASET_KIND = Kind(resources.REPLICASETS, ("rs", "replicaset", "replicasets"), ("spec", "template"))
+EXPLAINED_KINDS: tuple[Kind, ...] = (*WORKLOAD_KINDS, REPLICASET_KIND)
 POD_ALIASES = ("pod", "po", "pods")
 SUPPORTED = "deploy, sts, ds, job or cronjob"
 
@@ -55,8 +59,9 @@ def words_for(kind: Kind) -> set[str]:
     return base | {f"{w}.{r.group}" for w in base} | {f"{w}.{r.version}.{r.group}" for w in base}
 
 
-def _lookup(word: str) -> Kind | None:
-    return next((kind for kind in WORKLOAD_KINDS if word.lower() in words_for(kind)), None)
+def lookup(word: str, kinds: tuple[Kind, ...] = WORKLOAD_KINDS) -> Kind | None:
+    """The kind ``word`` names among ``kinds``, in any spelling kubectl accepts."""
+    return next((kind for kind in kinds if word.lower() in words_for(kind)), None)
 
 
 def parse_target(args: tuple[str, ...] | list[str]) -> Target:
@@ -80,7 +85,7 @@ def parse_target(args: tuple[str, ...] | list[str]) -> Target:
             "created; inject the Deployment, StatefulSet, DaemonSet, Job or CronJob that creates it, or "
             "recreate the pod with the label and annotation (kubectl fluid explain pod/" + name + ")"
         )
-    kind = _lookup(word)
+    kind = lookup(word)
     if kind is None:
         raise CliError(f'cannot inject "{word}": unsupported kind; use {SUPPORTED}')
     return Target(kind, name)

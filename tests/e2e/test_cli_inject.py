@@ -85,6 +85,22 @@ def deployment(fl: Fluid, name: str, template: dict[str, Any], replicas: int = 1
     )
 
 
+def statefulset(fl: Fluid, name: str, template: dict[str, Any]) -> None:
+    """A StatefulSet of one pod of ``template``, selecting it by the template's labels."""
+    fl.apps.create_namespaced_stateful_set(
+        fl.ns,
+        {
+            "metadata": {"name": name},
+            "spec": {
+                "replicas": 1,
+                "serviceName": name,
+                "selector": {"matchLabels": template["metadata"]["labels"]},
+                "template": template,
+            },
+        },
+    )
+
+
 def live_pods(fl: Fluid, selector: str) -> list[dict[str, Any]]:
     pods: list[dict[str, Any]] = as_json(fl.core.list_namespaced_pod(fl.ns, label_selector=selector))["items"]
     return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
@@ -167,19 +183,7 @@ def assert_injected_app(pod: dict[str, Any], datasets: list[str]) -> None:
 def test_statefulset_and_cronjob_templates(fl: Fluid, kubeconfig: Path) -> None:
     ready_dataset(fl, "ds1")
     ready_dataset(fl, "ds-2")
-    labels = {"app": "db"}
-    fl.apps.create_namespaced_stateful_set(
-        fl.ns,
-        {
-            "metadata": {"name": "db"},
-            "spec": {
-                "replicas": 1,
-                "serviceName": "db",
-                "selector": {"matchLabels": labels},
-                "template": app_template(labels),
-            },
-        },
-    )
+    statefulset(fl, "db", app_template({"app": "db"}))
     out = ok(kubectl_fluid(kubeconfig, "inject", "sts/db", "--dataset", "ds1,ds-2", "-n", fl.ns, "--wait"))
     assert "  + annotation fluid.io/dataset=ds-2,ds1" in out.splitlines()
     [pod] = eventually(

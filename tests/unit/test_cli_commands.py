@@ -439,9 +439,12 @@ def test_explain_takes_several_pods(api: FakeApi, capsys: pytest.CaptureFixture[
         assert listed["kind"] == "List"
         assert [i["name"] for i in listed["items"]] == ["a", "b"]
     assert run(capsys, "explain", "a", "b", "-o", "name")[1] == "pod/a\npod/b\n"
-    code, _, err = run(capsys, "explain", "pod/a", "deploy/b")
+    code, _, err = run(capsys, "explain", "pod/a", "svc/b")
     assert code == 1
-    assert err == 'error: explain takes pods, as pod/NAME, not "deploy/b"\n'
+    assert err == (
+        "error: explain takes pods and workloads, as pod/NAME or deploy|sts|ds|job|cronjob|rs/NAME, "
+        'not "svc"\n'
+    )
 
 
 def _fluid_pvc(name: str) -> dict[str, dict[str, Any]]:

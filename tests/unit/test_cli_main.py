@@ -153,7 +153,7 @@ def test_usage_errors_are_one_error_line_and_exit_1(
             ["inject", "deploy/web", "--dataset", "a.b"],
             'error: dataset "a.b": a Dataset name must be a DNS-1035 label',
         ),
-        (["explain", "deploy/web"], 'error: explain takes pods, as pod/NAME, not "deploy/web"'),
+        (["explain", "svc/web"], "error: explain takes pods and workloads, as pod/NAME or deploy|sts|"),
         # One check of a dataset name for every verb (issue 28: config show said "not found").
         (["inject", "deploy/web", "--dataset", ""], 'error: --dataset "" names no dataset; pass DS[,DS...]'),
         (["inject", "deploy/web", "--dataset", " , "], 'error: --dataset " , " names no dataset'),
@@ -292,3 +292,12 @@ def test_dataset_list_completion_continues_after_commas(monkeypatch: pytest.Monk
     assert [i.value for i in completers.workloads(None, None, "deploy/o")] == ["deploy/other"]  # type: ignore[arg-type]
     assert [i.value for i in completers.workloads(None, None, "rs/")] == []  # type: ignore[arg-type]
     assert [i.value for i in completers.pods(None, None, "pod/o")] == ["pod/other"]  # type: ignore[arg-type]
+    # explain takes pods and workloads (rs/ too).
+    assert [i.value for i in completers.explained(None, None, "pod/o")] == ["pod/other"]  # type: ignore[arg-type]
+    assert [i.value for i in completers.explained(None, None, "rs/")] == [  # type: ignore[arg-type]
+        "rs/ds1",
+        "rs/ds2",
+        "rs/other",
+    ]
+    offered = [i.value for i in completers.explained(None, None, "")]  # type: ignore[arg-type]
+    assert offered == ["pod/", "deploy/", "sts/", "ds/", "job/", "cronjob/", "rs/"]
