@@ -11,7 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-PROPAGATING: Final = frozenset({"HostToContainer", "Bidirectional"})
+from kubectl_fluid.api import names
+
 _CSI_VOLUMES: Final = "/volumes/kubernetes.io~csi/"
 
 
@@ -55,7 +56,7 @@ def unpropagated(pod: Mapping[str, Any], volumes: set[str]) -> list[str]:
     lacking = []
     for container in _running_containers(pod.get("spec") or {}):
         for mount in container.get("volumeMounts") or ():
-            if mount.get("name") in volumes and mount.get("mountPropagation") not in PROPAGATING:
+            if mount.get("name") in volumes and mount.get("mountPropagation") not in names.PROPAGATING:
                 lacking.append(f"{container.get('name')}:{mount.get('mountPath')}")
     return lacking
 

@@ -48,6 +48,10 @@ WEBHOOK_ENTRIES: Final = {
     "fuse.serverful.fluid.io": LABEL_FUSE_SERVERFUL_INJECT,
     "sidecar.fuse.fluid.io": LABEL_SERVERLESS_INJECT,
 }
+# A container's mount with one of these propagations receives what is mounted on the host after it
+# started (a FUSE re-made by the node service); with any other it keeps what it saw at its start.
+HOST_TO_CONTAINER: Final = "HostToContainer"
+PROPAGATING: Final = frozenset({HOST_TO_CONTAINER, "Bidirectional"})
 # The labels a pod asks for injection with: a pod that carries none of them asked for nothing.
 INJECTION_LABELS: Final = tuple(WEBHOOK_ENTRIES.values())
 # A fourth entry, for the pods that asked for nothing: those that mount a volume of the CSI driver get

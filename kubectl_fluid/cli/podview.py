@@ -74,19 +74,17 @@ def claim_path(
     the dataset's mode as ``kubectl fluid datasets`` reads it, when known."""
     if pv is None and dataset_clientless is not None and is_dataset_pvc(pvc):
         return CLIENTLESS if dataset_clientless else FUSE
+    from kubectl_fluid.api import drivervolumes
+
     csi = ((pv or {}).get("spec") or {}).get("csi") or {}
     attributes = csi.get("volumeAttributes") or {}
     if str(attributes.get(names.VOLUME_ATTR_CLIENTLESS, "")).strip().lower() == names.TRUE:
         return CLIENTLESS
-    if csi.get("driver") == names.CSI_DRIVER:
+    if drivervolumes.pv_driver(pv) == names.CSI_DRIVER:
         return FUSE
-    if pv is None and (storage_class or {}).get("provisioner") == names.CSI_DRIVER:
+    if pv is None and drivervolumes.provisions(storage_class):
         return FUSE
     return None
-
-
-# Propagation that lets a container see a FUSE mount the node re-made under it.
-PROPAGATING = ("HostToContainer", "Bidirectional")
 
 
 def propagated(pod: Mapping[str, Any], claims: Iterable[str]) -> bool:
@@ -104,4 +102,4 @@ def propagated(pod: Mapping[str, Any], claims: Iterable[str]) -> bool:
         for m in c.get("volumeMounts") or ()
         if volumes.get(str(m.get("name"))) in wanted
     ]
-    return bool(mounts) and all(m.get("mountPropagation") in PROPAGATING for m in mounts)
+    return bool(mounts) and all(m.get("mountPropagation") in names.PROPAGATING for m in mounts)

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from kubectl_fluid.api import names
 from webhook import podedit
 from webhook.drivermounts import driver_volumes
 from webhook.plugins.base import Context
 
-HOST_TO_CONTAINER: Final = "HostToContainer"
 # Left alone: Bidirectional already propagates host mounts into the container, and downgrading it
 # would break a privileged container that relies on the other direction.
-_KEEP: Final = frozenset({HOST_TO_CONTAINER, "Bidirectional"})
+_KEEP: Final = names.PROPAGATING
+HOST_TO_CONTAINER: Final = names.HOST_TO_CONTAINER
 
 
 class MountPropagationInjector:
