@@ -27,6 +27,8 @@ from kubectl_fluid.cli.flags import kube_command
 from kubectl_fluid.cli.settings import Settings, parse_duration
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from kubectl_fluid.cli.injection import Plan
     from kubectl_fluid.cli.settings import Session
     from kubectl_fluid.cli.workloads import Target
@@ -90,8 +92,9 @@ def parse_datasets(values: tuple[str, ...]) -> list[str]:
 @click.option(
     "--wait",
     is_flag=True,
-    help="Follow the rollout until the new pods are available; a Deployment whose pods cannot be created "
-    "(a webhook's denial, a quota) fails at once with the reason.",
+    help="Follow the rollout until the new pods are available; a workload whose pods cannot be created "
+    "(a webhook's denial, a quota) fails at once with the reason (a Deployment's ReplicaFailure, a "
+    "StatefulSet's or DaemonSet's FailedCreate Event).",
 )
 @click.option("--timeout", default="5m", metavar="DURATION", help="How long --wait waits (default 5m).")
 @kube_command(outputs=("json", "yaml", "name"))
@@ -348,6 +351,42 @@ def _wait(session: Session, target: Target, obj: dict[str, Any], timeout: float)
         warn(f"{target} has no rollout to wait for: pods created when {when} get the change")
         return
     path = target.kind.resource.object_path(session.namespace, target.name)
+    failed_create = None if kind == "Deployment" else _failed_creates(session, obj)
     follow(
-        kind, lambda: session.api.get(path), timeout=timeout, what=str(target), namespace=session.namespace
+        kind,
+        lambda: session.api.get(path),
+        timeout=timeout,
+        what=str(target),
+        namespace=session.namespace,
+        failed_create=failed_create,
     )
+
+
+def _failed_creates(session: Session, obj: dict[str, Any]) -> Callable[[], str | None]:
+    """The words of a FailedCreate Event of ``obj`` newer than the wait (a StatefulSet's or
+    DaemonSet's controller reports a pod it could not create only so; a Deployment has a condition):
+    those there already, by name and count, are not news."""
+    from kubectl_fluid.cli.eventview import newest
+    from kubectl_fluid.kube import resources
+    from kubectl_fluid.kube.errors import ApiError
+
+    uid = (obj.get("metadata") or {}).get("uid", "")
+    params = {"fieldSelector": f"involvedObject.uid={uid},reason=FailedCreate"}
+    path = resources.EVENTS.collection_path(session.namespace)
+
+    def listed() -> list[dict[str, Any]]:
+        try:
+            return list(session.api.list(path, params))
+        except ApiError:
+            return []  # not allowed to list Events: the rollout's own status is still followed
+
+    def seen(event: dict[str, Any]) -> tuple[str, Any]:
+        return (event.get("metadata") or {}).get("name", ""), event.get("count")
+
+    before = {seen(event) for event in listed()}
+
+    def fresh() -> str | None:
+        found = newest([e for e in listed() if seen(e) not in before], ["FailedCreate"], uid)
+        return " ".join(str(found.get("message") or "").split()) if found else None
+
+    return fresh

@@ -14,6 +14,8 @@ from typing import Any
 from kubectl_fluid.cli.errors import CliError
 
 POLL_SECONDS = 0.5
+# Events are listed every this many polls (2 s): a rollout that fails says so that soon.
+FAILURE_POLLS = 4
 NO_ROLLOUT_KINDS = ("Job", "CronJob")
 
 
@@ -151,10 +153,14 @@ def follow(
     namespace: str,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
+    failed_create: Callable[[], str | None] | None = None,
 ) -> None:
-    """Print each new status line on stdout until done; raise RolloutError on timeout."""
+    """Print each new status line on stdout until done; raise RolloutError on timeout, or as soon as
+    ``failed_create`` (asked every ``FAILURE_POLLS`` polls) tells why a pod could not be created: a
+    StatefulSet's or DaemonSet's controller says so only in an Event."""
     deadline = None if not timeout else clock() + timeout
     last = ""
+    polls = 0
     while True:
         obj = read()
         if obj is None:
@@ -166,6 +172,9 @@ def follow(
             last = message
         if done:
             return
+        if failed_create is not None and polls % FAILURE_POLLS == 0 and (why := failed_create()):
+            raise RolloutError(f"{what} cannot create its pods: {why}")
+        polls += 1
         if deadline is not None and clock() >= deadline:
             raise RolloutError(
                 f"timed out waiting for the rollout of {what} ({message.rstrip('.')}); it goes on in the "

@@ -345,6 +345,34 @@ def test_wait_fails_at_once_with_the_reason_the_new_pods_cannot_be_created(
     assert "exceeded quota: full" in line
 
 
+def test_wait_on_a_statefulset_fails_at_once_with_its_controllers_failed_create(
+    fl: Fluid, kubeconfig: Path
+) -> None:
+    """Issue 28, item 2, for the kinds without a ReplicaFailure condition: the StatefulSet's controller
+    says why it could not create the new pod only in an Event (here a quota that wants cpu requests,
+    which the pods do not give); --wait ends with its words instead of timing out."""
+    ready_dataset(fl, "ds1")
+    statefulset(fl, "s", app_template({"app": "s"}))
+    eventually(lambda: len(live_pods(fl, "app=s")) == 1, "the StatefulSet's pod")
+    fl.core.create_namespaced_resource_quota(
+        fl.ns, {"metadata": {"name": "cpu"}, "spec": {"hard": {"requests.cpu": "1"}}}
+    )
+    eventually(
+        lambda: (fl.core.read_namespaced_resource_quota("cpu", fl.ns).status.hard or {}).get("requests.cpu"),
+        "the quota in force",
+    )
+    run = kubectl_fluid(
+        kubeconfig, "inject", "sts/s", "--dataset", "ds1", "-n", fl.ns, "--wait", "--timeout=120s"
+    )
+    assert run.returncode == 1, run
+    assert run.stdout.startswith("statefulset.apps/s patched\n")
+    [line] = run.stderr.splitlines()
+    assert line.startswith(
+        "error: statefulset.apps/s cannot create its pods: Create Pod s-0 in StatefulSet s"
+    ), line
+    assert "must specify requests.cpu" in line, line
+
+
 def test_a_started_job_is_refused_and_left_unchanged(fl: Fluid, kubeconfig: Path) -> None:
     ready_dataset(fl, "ds1")
     template = app_template({"app": "once"})

@@ -424,6 +424,10 @@ def test_a_clientless_datasets_pv_is_refused_and_the_pod_says_why(bed: Bed) -> N
         assert "FailedPrecondition" in message, message
         assert names.LABEL_INJECT in message, message
         assert kget(bed, "-n", APPS, "pod", name)["status"]["phase"] == "Pending"
+        # Issue 28, item 8: explain shows the real kubelet's FailedMount for the pod stuck on it.
+        explained = ok(kubectl_fluid(bed.kc, "explain", f"pod/{name}", "-n", APPS))
+        [mounting] = [line for line in explained.splitlines() if line.startswith("Mounting:")]
+        assert "FailedPrecondition" in mounting, explained
         assert fuse_pods(bed) == []
         assert node_mounts_under(bed, names.csi_staging_root(names.KUBELET_PLUGINS_ROOT) + "/") == []
         assert node_mounts_under(bed, "kubernetes.io~csi", name) == []

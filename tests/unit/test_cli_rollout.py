@@ -157,3 +157,31 @@ def test_follow_times_out_with_a_way_to_keep_watching() -> None:
 def test_follow_notices_deletion() -> None:
     with pytest.raises(RolloutError, match="deleted"):
         follow("Deployment", lambda: None, timeout=1, what="deployment.apps/x", namespace="a")
+
+
+def test_follow_fails_as_soon_as_a_pod_could_not_be_created() -> None:
+    """Issue 28, item 2: a StatefulSet's controller says why it created no pod only in an Event; the
+    wait ends with its words instead of timing out."""
+    asked = []
+    answers = [None, None, 'create Pod s-0 in StatefulSet s failed error: pods "s-0" is forbidden: no']
+
+    def failed_create() -> str | None:
+        asked.append(1)
+        return answers.pop(0)
+
+    waiting = obj(2, {"replicas": 1}, {"observedGeneration": 2, "readyReplicas": 0})
+    with pytest.raises(RolloutError) as failed:
+        follow(
+            "StatefulSet",
+            lambda: waiting,
+            timeout=60,
+            what="statefulset.apps/s",
+            namespace="a",
+            sleep=lambda _: None,
+            failed_create=failed_create,
+        )
+    assert str(failed.value) == (
+        'statefulset.apps/s cannot create its pods: create Pod s-0 in StatefulSet s failed error: pods "s-0" '
+        "is forbidden: no"
+    )
+    assert len(asked) == 3  # every FAILURE_POLLS polls, not every poll
