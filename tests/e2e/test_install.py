@@ -161,7 +161,10 @@ def test_helm_install_upgrade_from_values_without_clientless_and_uninstall(
         # `--reuse-values`: the new chart sees the old release's values, which have no clientless.
         helm_on(kubeconfig, "upgrade", RELEASE, str(CHART), "--reuse-values", "--wait", "--timeout", "180s")
         plugins = profile_in_cluster(core)["plugins"]
-        assert plugins["clientless"] == {"withDataset": ["RuntimeConfigInjector"], "withoutDataset": []}
+        assert plugins["clientless"] == {
+            "withDataset": ["RuntimeConfigInjector", "MountPropagationInjector"],
+            "withoutDataset": [],
+        }
         text = core.read_namespaced_config_map(names.WEBHOOK_PLUGINS_CONFIGMAP, NS).data["plugins.yaml"]
         assert load_profile(text)[1] == []  # the webhook reads it without a warning
         after = apps.read_namespaced_deployment("fluid-webhook", NS).spec.template.metadata.annotations
@@ -172,7 +175,10 @@ def test_helm_install_upgrade_from_values_without_clientless_and_uninstall(
         helm_on(
             kubeconfig, "upgrade", RELEASE, str(CHART), "-f", str(OLD_VALUES), "--wait", "--timeout", "180s"
         )
-        assert profile_in_cluster(core)["plugins"]["clientless"]["withDataset"] == ["RuntimeConfigInjector"]
+        assert profile_in_cluster(core)["plugins"]["clientless"]["withDataset"] == [
+            "RuntimeConfigInjector",
+            "MountPropagationInjector",
+        ]
         assert hook.ca_bundle_patched(admission)
     finally:
         hook.stop()
