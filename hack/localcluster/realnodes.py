@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 import images.oci
-from localcluster import controlplane, nodeview, state
+from localcluster import controlplane, nodeview, podnetwork, state
 from localcluster.mounts import release_node_mounts
 from localcluster.pki import sign_leaf
 from localcluster.state import Cluster, log
@@ -265,7 +265,8 @@ disabled_plugins = ["io.containerd.nri.v1.nri"]
 def cni_config(node: RealNode) -> dict[str, Any]:
     """A bridge with no default gateway and no masquerade: pods talk to each other and to this host
     (the bridge's address, which the node gives the bridge itself), and route only the Service range
-    to the host. ``isGateway`` stays off: with it the bridge plugin turns on the host's ip_forward."""
+    and the other nodes' pods (podnetwork.py) to the host. ``isGateway`` stays off: with it the bridge
+    plugin turns on the host's ip_forward."""
     return {
         "cniVersion": "1.0.0",
         "name": "kubectl-fluid",
@@ -279,7 +280,10 @@ def cni_config(node: RealNode) -> dict[str, Any]:
                 "ipam": {
                     "type": "host-local",
                     "ranges": [[{"subnet": node.subnet, "gateway": node.bridge_ip}]],
-                    "routes": [{"dst": controlplane.SERVICE_CIDR, "gw": node.bridge_ip}],
+                    "routes": [
+                        {"dst": controlplane.SERVICE_CIDR, "gw": node.bridge_ip},
+                        {"dst": podnetwork.pod_range(node), "gw": node.bridge_ip},
+                    ],
                     "dataDir": str(node.root / "cni" / "ipam"),
                 },
             },
@@ -694,6 +698,7 @@ def _make_bridge(node: RealNode) -> None:
         if run.returncode != 0:
             raise SystemExit(f"error: ip {' '.join(args)}: {run.stderr.strip()}")
     Path(f"/proc/sys/net/ipv4/conf/{node.bridge}/route_localnet").write_text("1\n")
+    podnetwork.enable_forwarding(node.bridge)
 
 
 def _iptables(args: list[str]) -> subprocess.CompletedProcess[str]:
@@ -719,8 +724,10 @@ def _route_kubernetes_service(cluster: Cluster, node: RealNode) -> None:
 
 
 def _guard_loopback(node: RealNode) -> None:
-    """The node's pods reach nothing of the host's loopback but the Service (loopback_guard_rules)."""
+    """The node's pods reach nothing of the host's loopback but the Service (loopback_guard_rules), and
+    nothing through this host but the cluster's pods (podnetwork.forward_rules)."""
     _replace_rules(loopback_guard_removal(node), loopback_guard_rules(node))
+    _replace_rules(podnetwork.forward_removal(node), podnetwork.forward_rules(node))
 
 
 def _replace_rules(removal: list[list[str]], add: list[list[str]]) -> None:
@@ -858,7 +865,7 @@ def stop(cluster: Cluster, node: RealNode) -> None:
     view = _namespace_of(live[0]) if live else None
     state.stop(containerd)
     _stop_namespace(view)
-    for args in service_rules_removal(node) + loopback_guard_removal(node):
+    for args in service_rules_removal(node) + loopback_guard_removal(node) + podnetwork.forward_removal(node):
         _iptables(args)
     # The shims (their command lines name the node's socket), then every mount under the node's folder
     # (rootfs overlays, shm, netns bind mounts, kubelet's volumes), deepest first, and the folder.

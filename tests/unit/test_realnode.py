@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import localcluster
 from kubectl_fluid.api import names
-from localcluster import realnodes
+from localcluster import podnetwork, realnodes
 from localcluster.controlplane import SERVICE_CIDR, private_hosts
 from localcluster.pki import sign_leaf, write_pki
 from localcluster.state import HOSTS_FILE
@@ -100,13 +100,17 @@ def test_cni_bridge_has_no_gateway_and_no_masquerade(tmp_path: Path) -> None:
     assert bridge["ipam"]["dataDir"].startswith(n.dir + "/")
 
 
-def test_pods_route_only_the_service_range_to_the_host(tmp_path: Path) -> None:
+def test_pods_route_only_the_service_range_and_the_clusters_pods_to_the_host(tmp_path: Path) -> None:
     # The bridge's own address is the host's side; pods get no default route, only the Service range
-    # through the host (where the node's DNAT rule answers the kubernetes Service). isGateway stays off:
-    # the bridge plugin would turn on the host's ip_forward with it.
+    # (where the node's DNAT rule answers the kubernetes Service) and the cluster's /16 (the other
+    # nodes' pods) through the host. isGateway stays off: the bridge plugin would turn on the host's
+    # ip_forward with it.
     n = node(tmp_path)
     bridge = realnodes.cni_config(n)["plugins"][0]
-    assert bridge["ipam"]["routes"] == [{"dst": SERVICE_CIDR, "gw": n.bridge_ip}]
+    assert bridge["ipam"]["routes"] == [
+        {"dst": SERVICE_CIDR, "gw": n.bridge_ip},
+        {"dst": podnetwork.pod_range(n), "gw": n.bridge_ip},
+    ]
     assert bridge["isGateway"] is False
     assert ipaddress.ip_address(n.bridge_ip) in ipaddress.ip_network(n.subnet)
 
