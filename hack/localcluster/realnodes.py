@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any
 
 import images.oci
-from localcluster import controlplane, nodeview, podnetwork, state
+from localcluster import cgroups, controlplane, nodeview, podnetwork, state
 from localcluster.mounts import release_node_mounts
 from localcluster.pki import sign_leaf
 from localcluster.state import Cluster, log
@@ -565,7 +565,7 @@ def _start(cluster: Cluster, node: RealNode, bins: Path) -> None:
     (node.root / "cni" / "net.d" / "10-kubectl-fluid.conflist").write_text(
         json.dumps(cni_config(node), indent=2)
     )
-    _make_cgroup_root(node.cgroup_root)
+    cgroups.make_root(node.cgroup_root)
     _guard_loopback(node)  # before route_localnet goes on with the bridge
     _make_bridge(node)
     _route_kubernetes_service(cluster, node)
@@ -576,7 +576,7 @@ def _start(cluster: Cluster, node: RealNode, bins: Path) -> None:
     containerd = state.start(cluster, f"containerd-{node.name}", containerd_command(node, bins), env=env)
     state.wait_for(
         f"containerd of {node.name}",
-        lambda: _ctr(bins, node, "version").returncode == 0,
+        lambda: ctr(bins, node, "version").returncode == 0,
         cluster,
         30,
         [f"containerd-{node.name}"],
@@ -605,7 +605,7 @@ def _start(cluster: Cluster, node: RealNode, bins: Path) -> None:
     state.start(cluster, f"kubelet-{node.name}", kubelet_command(node, bins, containerd.pid), env=env)
     state.wait_for(
         f"real node {node.name} Ready",
-        lambda: _ready(cluster, node.name),
+        lambda: node_ready(cluster, node.name),
         cluster,
         READY_TIMEOUT,
         [f"containerd-{node.name}", f"kubelet-{node.name}"],
@@ -775,7 +775,7 @@ def busybox_of(bins: Path) -> str:
 
 def import_archive(bins: Path, node: RealNode, archive: Path) -> None:
     """An OCI archive (images/oci.py, images/product.py) into the node's containerd, for CRI."""
-    run = _ctr(bins, node, "images", "import", "--platform", "linux/amd64", str(archive))
+    run = ctr(bins, node, "images", "import", "--platform", "linux/amd64", str(archive))
     if run.returncode != 0:
         raise SystemExit(f"error: ctr images import {archive} into {node.name}: {run.stderr.strip()}")
 
@@ -796,7 +796,7 @@ def import_archive_once(bins: Path, node: RealNode, archive: Path) -> bool:
     return True
 
 
-def _ctr(bins: Path, node: RealNode, *args: str) -> subprocess.CompletedProcess[str]:
+def ctr(bins: Path, node: RealNode, *args: str) -> subprocess.CompletedProcess[str]:
     # ctr 2.x needs the socket as an absolute path.
     return subprocess.run(
         [str(bins / "ctr"), "--address", str(node.socket), "-n", "k8s.io", *args],
@@ -807,38 +807,12 @@ def _ctr(bins: Path, node: RealNode, *args: str) -> subprocess.CompletedProcess[
     )
 
 
-def _ready(cluster: Cluster, name: str) -> bool:
+def node_ready(cluster: Cluster, name: str) -> bool:
     status, body = state.api(cluster, "GET", f"/api/v1/nodes/{name}")
     return status == 200 and any(
         c.get("type") == "Ready" and c.get("status") == "True"
         for c in body.get("status", {}).get("conditions", [])
     )
-
-
-def _cgroup_mounts() -> list[Path]:
-    """Every cgroup hierarchy of this host (v1 controllers, or the v2 unified one)."""
-    with open("/proc/self/mounts") as mounts:
-        return [Path(line.split()[1]) for line in mounts if line.split()[2] in ("cgroup", "cgroup2")]
-
-
-def _make_cgroup_root(root: str) -> None:
-    # kubelet refuses a cgroupRoot that does not exist; a private one per node keeps two kubelets from
-    # removing each other's pod cgroups as orphans.
-    for mount in _cgroup_mounts():
-        with contextlib.suppress(OSError):
-            (mount / root.strip("/")).mkdir(exist_ok=True)
-
-
-def _remove_cgroup_root(root: str) -> None:
-    for mount in _cgroup_mounts():
-        top = mount / root.strip("/")
-        if not top.is_dir():
-            continue
-        for d in sorted((p for p in top.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
-            with contextlib.suppress(OSError):
-                d.rmdir()
-        with contextlib.suppress(OSError):
-            top.rmdir()
 
 
 def stop(cluster: Cluster, node: RealNode) -> None:
@@ -859,6 +833,9 @@ def stop(cluster: Cluster, node: RealNode) -> None:
                 capture_output=True,
                 check=False,
             )
+    # What the kernel did not take with the containers (cgroups.py: a FUSE server a stuck request of
+    # its own container waits for).
+    cgroups.kill_members(node.cgroup_root)
     containerd = [p for p in cluster.procs if p.name in (f"containerd-{node.name}", f"coredns-{node.name}")]
     # Read before containerd goes (a recorded pid is trusted only while alive, see state.Proc).
     live = [p.pid for p in containerd if p.name == f"containerd-{node.name}" and p.alive()]
@@ -874,7 +851,7 @@ def stop(cluster: Cluster, node: RealNode) -> None:
         DATA_DIR.rmdir()  # when no other node uses it
     shutil.rmtree(node.record, ignore_errors=True)
     subprocess.run(["ip", "link", "delete", node.bridge], capture_output=True, check=False)
-    _remove_cgroup_root(node.cgroup_root)
+    cgroups.remove_root(node.cgroup_root)
     cluster.procs = [p for p in cluster.procs if p not in kubelet + containerd]
     cluster.save()
     with contextlib.suppress(OSError, ValueError):
