@@ -1,27 +1,29 @@
 """``make demo``: both data paths of kubectl-fluid on the local cluster, narrated, with real traffic,
-on a real node as a user runs them.
+on real nodes as a user runs them.
 
-0. The cluster is shaped as a user's (hack/userscluster.py): one real kubelet + containerd node, the
-   product's image imported. kubectl-fluid is deployed as users deploy it, ``kubectl apply -k
+0. The cluster is shaped as a user's (hack/localcluster/userscluster.py): three real kubelet +
+   containerd nodes (``LOCALCLUSTER_REAL_NODES=N`` for another number), the product's image imported
+   into each. kubectl-fluid is deployed as users deploy it, ``kubectl apply -k
    manifests/``: the controller, the webhook (its certificate bootstrapped from its pod), the CSI
    controller with csi-provisioner, and the CSI node DaemonSet, which registers with kubelet itself.
 1. Clientless: the mooncake samples (CacheRuntimeClass, Dataset, CacheRuntime), whose master and
    worker run as real pods from the Mooncake image. An app Deployment is injected with
    ``kubectl fluid inject --wait``; inside its container a shell sources runtime.sh and puts a value
    through Mooncake; a second replica gets it back at its start (its log) and through ``kubectl exec``.
+   The narration says which node runs what: the value crosses nodes on its way.
 2. FUSE: the sample Curvine cluster (a master and a worker, real pods from Curvine's image), then a PVC
    of the sample ``curvine`` StorageClass (csi-provisioner → CreateVolume, a directory made in that
-   Curvine) mounted by two busybox pods on the node. One FUSE pod, running Curvine's own curvine-fuse
-   from Curvine's image, serves both (``kubectl fluid mounts``); a file written in one container is
-   read in the other, and in Curvine itself (``cv fs ls`` in the master); the FUSE pod is deleted and
-   the running containers read the file again through its replacement; once both pods are gone the
-   FUSE pod is gone and nothing of the volume stays mounted; a last pod mounts the volume again and
-   is left running.
+   Curvine) mounted by two busybox pods, each on its own node. Each node runs one FUSE pod of Curvine's
+   own curvine-fuse from Curvine's image (``kubectl fluid mounts``: one mount per node); a file
+   written on one node is read on the other, and in Curvine itself (``cv fs ls`` in the master); a
+   FUSE pod is deleted and the running containers read the file again through its replacement; once
+   both pods are gone the FUSE pods are gone and nothing of the volume stays mounted on any node; a
+   last pod mounts the volume again and is left running.
 
 Everything stays afterwards for exploring: the demo's namespace, the sample Curvine cluster and
 StorageClass. The next ``make demo`` deletes them first and starts afresh; ``make down`` stops it all.
 
-Every pod is a real container on the real node; everything printed is the output of what ran. Exits
+Every pod is a real container on a real node; everything printed is the output of what ran. Exits
 non-zero at the first step that does not do what it says.
 """
 
@@ -51,7 +53,6 @@ REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 NS = "fluid-demo"
 DS = "demo"
-NODE = f"{realnode.NAME_PREFIX}0"
 SYSTEM = "fluid-system"
 APP_NAME = "demo-app"
 KEY = "greeting"
@@ -100,6 +101,9 @@ class Cluster:
         # The node's busybox image, named from its binary (found now: the build's check of the
         # binaries prints, and the narration should not carry it).
         self.busybox = realnode.busybox_of(realnode.node_bins())
+        self.nodes = sorted(n.name for n in realnode.recorded(cluster))
+        if not self.nodes:
+            raise DemoError(f"no real node is running in {state_dir}: run `make demo`, which starts them")
         # `kubectl fluid` finds the plugin on PATH, as it would for an operator.
         self.env = {
             **os.environ,
@@ -186,7 +190,7 @@ def in_namespace(path: Path, namespace: str) -> list[dict[str, Any]]:
 
 
 def deploy(k: Cluster) -> None:
-    step("kubectl-fluid deployed as users deploy it: its image is on the node, its manifests applied")
+    step("kubectl-fluid deployed as users deploy it: its image is on each node, its manifests applied")
     k.run("get", "nodes", "-o", "wide")
     k.run("apply", "-k", str(REPO / "manifests"))
     # kubectl's own progress lines while each workload rolls out (the first start takes a minute:
@@ -201,10 +205,12 @@ def deploy(k: Cluster) -> None:
 
     eventually(bootstrapped, "the webhook's caBundle, written by its pod", timeout=120)
     say("the webhook bootstrapped its certificate and wrote its CA into its configuration")
-    drivers = eventually(
-        lambda: k.get_json("csinode", NODE)["spec"].get("drivers"), "the CSI driver registered with kubelet"
-    )
-    say(f"kubelet on {NODE} registered CSI driver(s): {', '.join(d['name'] for d in drivers)}")
+    for node in k.nodes:
+        drivers = eventually(
+            lambda n=node: k.get_json("csinode", n)["spec"].get("drivers"),  # type: ignore[misc]
+            f"the CSI driver registered with kubelet on {node}",
+        )
+        say(f"kubelet on {node} registered CSI driver(s): {', '.join(d['name'] for d in drivers)}")
     k.run("get", "pods", "-n", SYSTEM, "-o", "wide")
 
 
@@ -216,7 +222,7 @@ def clientless(k: Cluster) -> None:
     k.run("apply", "-f", str(SAMPLES / "cacheruntimeclass-mooncake.yaml"))
     k.apply(*in_namespace(SAMPLES / "dataset-mooncake.yaml", NS))
     master = eventually(lambda: pod_ready(k, NS, f"{DS}-master-0"), "the Mooncake master Ready", 240)
-    eventually(lambda: pod_ready(k, NS, f"{DS}-worker-0"), "the Mooncake worker Ready", 240)
+    worker = eventually(lambda: pod_ready(k, NS, f"{DS}-worker-0"), "the Mooncake worker Ready", 240)
     eventually(
         lambda: k.get_json("dataset", DS, "-n", NS).get("status", {}).get("phase") == "Bound",
         f"Dataset {DS} Bound",
@@ -231,7 +237,10 @@ def clientless(k: Cluster) -> None:
         "the worker's segment mounted at the master",
         timeout=120,
     )
-    say(f"the worker found the master by its DNS name and gave it a {int(segment) >> 20} MiB segment")
+    say(
+        f"the worker on {worker['spec']['nodeName']} found the master on {master['spec']['nodeName']} by its"
+        f" DNS name and gave it a {int(segment) >> 20} MiB segment"
+    )
 
     step("The runtime config the controller rendered, as a pod will source it")
     k.run("fluid", "config", "show", DS, "-n", NS)
@@ -268,6 +277,11 @@ def clientless(k: Cluster) -> None:
     if got != value:
         raise DemoError(f"{reader} read back {got!r}, expected {value!r}")
     say(f"read back through Mooncake: {got!r}")
+    where = {p: k.get_json("pod", p, "-n", NS)["spec"]["nodeName"] for p in (writer, reader)}
+    say(
+        f"put on {where[writer]}, got on {where[reader]}, held in the worker's memory on"
+        f" {worker['spec']['nodeName']}: the apps lend Mooncake none of theirs"
+    )
 
 
 def app_pods(k: Cluster) -> list[str]:
@@ -318,13 +332,22 @@ def cv(k: Cluster, *args: str, show: bool = True, shown: Callable[[str], bool] =
     return k.run("exec", "-n", CURVINE_NS, CURVINE_MASTER, "--", "cv", *args, show=show, shown=shown)
 
 
+def reader_nodes(k: Cluster) -> dict[str, str]:
+    """reader-a and reader-b, each on a node of its own where the cluster has two."""
+    return {"reader-a": k.nodes[0], "reader-b": k.nodes[-1]}
+
+
 def fuse(k: Cluster) -> None:
-    step("One PVC of the sample StorageClass, two pods on the node, one shared FUSE pod running curvine-fuse")
+    placed = reader_nodes(k)
+    step(
+        "One PVC of the sample StorageClass, a pod on each of two nodes,"
+        " one FUSE pod per node running curvine-fuse"
+    )
     # A StorageClass's parameters are immutable: one of another version of the sample goes first.
     k.run("delete", "storageclass", "curvine", "--ignore-not-found", show=False)
     k.run("apply", "-f", str(SAMPLES / "storageclass-curvine.yaml"))
     busybox = k.busybox
-    k.apply(claim(), volume_pod("reader-a", busybox), volume_pod("reader-b", busybox))
+    k.apply(claim(), *(volume_pod(name, busybox, node) for name, node in placed.items()))
     eventually(
         lambda: k.get_json("pvc", CLAIM, "-n", NS).get("status", {}).get("phase") == "Bound",
         f"PVC {CLAIM} Bound (csi-provisioner → CreateVolume, a directory made in Curvine)",
@@ -340,35 +363,40 @@ def fuse(k: Cluster) -> None:
         raise DemoError(f"the webhook did not give the pods' /data mount HostToContainer: {given}")
     say("neither pod wrote mountPropagation: the webhook gave both /data mounts HostToContainer")
 
-    def one_mount_two_targets() -> dict[str, Any] | None:
-        items = k.get_json("fusemounts", "-l", names.fuse_mount_node_selector(NODE))["items"]
-        if len(items) != 1:
-            return None
-        status = items[0].get("status", {})
-        targets = [t for v in status.get("volumes", []) for t in v.get("targets", [])]
-        return items[0] if status.get("phase") == "Ready" and len(targets) == 2 else None
+    def a_mount_per_node() -> list[dict[str, Any]] | None:
+        items = [i for i in k.get_json("fusemounts")["items"] if i["spec"]["nodeName"] in placed.values()]
+        ready_ = [i for i in items if i.get("status", {}).get("phase") == "Ready"]
+        targets = [t for i in ready_ for v in i["status"].get("volumes", []) for t in v.get("targets", [])]
+        return items if len(ready_) == len(set(placed.values())) and len(targets) == 2 else None
 
-    mount = eventually(one_mount_two_targets, "one FuseMount with both pods' targets")
+    mounts = eventually(a_mount_per_node, "a Ready FuseMount on each pod's node, with both pods' targets")
     # What must be unmounted at the end: the key's FUSE and its volumes' sources, the pods' targets.
     marks = [
-        mount["spec"]["mountKey"],
-        *(k.get_json("pod", n, "-n", NS)["metadata"]["uid"] for n in ("reader-a", "reader-b")),
+        mounts[0]["spec"]["mountKey"],
+        *(k.get_json("pod", n, "-n", NS)["metadata"]["uid"] for n in placed),
     ]
     k.run("fluid", "mounts")
     k.run("fluid", "mounts", "-o", "wide")
-    [fuse_pod] = fuse_pods(k).values()
+    say(
+        f"one mount key, {len(mounts)} FUSE mount(s): "
+        + ", ".join(f"{m['spec']['nodeName']} with {m['status']['refCount']} staged volume" for m in mounts)
+    )
+    fuse_pod = next(iter(fuse_pods(k).values()))
     k.run("get", "pods", "-n", SYSTEM, "-l", names.LABEL_MOUNT_KEY, "-o", "wide")
     program = "jsonpath={.spec.containers[0].image} {.spec.containers[0].command[0]}"
     served = k.run("get", "pod", fuse_pod, "-n", SYSTEM, "-o", program)
     say(f"the FUSE pod runs {served.split()[1]} of {served.split()[0]}: Curvine's own client, not a stand-in")
-    text = shared_file(k)
-    recovery(k, text)
+    text = shared_file(k, placed)
+    recovery(k, text, placed)
     teardown(k, marks)
     left_running(k, busybox, text)
 
 
-def shared_file(k: Cluster) -> str:
-    step("A file written in reader-a's container is read in reader-b's, and is in Curvine itself")
+def shared_file(k: Cluster, placed: dict[str, str]) -> str:
+    step(
+        f"A file written in reader-a's container on {placed['reader-a']} is read in reader-b's on"
+        f" {placed['reader-b']}, and is in Curvine itself"
+    )
     text = f"written in reader-a at {time.strftime('%H:%M:%S')}"
     k.run("exec", "-n", NS, "reader-a", "--", "sh", "-c", f"echo {shlex.quote(text)} > /data/hello.txt")
     seen = k.run("exec", "-n", NS, "reader-b", "--", "cat", "/data/hello.txt").strip()
@@ -383,35 +411,32 @@ def shared_file(k: Cluster) -> str:
 
 
 def teardown(k: Cluster, marks: list[str]) -> None:
-    step("Deleting both pods: targets unpublished, the volume unstaged, the FUSE pod stopped")
+    step("Deleting both pods: targets unpublished, the volume unstaged, each node's FUSE pod stopped")
     k.run("delete", "pod", "reader-a", "reader-b", "-n", NS, "--wait=true")
-    eventually(lambda: not fuse_pods(k), "the FUSE pod gone", timeout=120)
-    eventually(
-        lambda: not k.get_json("fusemounts", "-l", names.fuse_mount_node_selector(NODE))["items"],
-        "the FuseMount gone",
-    )
+    eventually(lambda: not fuse_pods(k), "the FUSE pods gone", timeout=120)
+    eventually(lambda: not k.get_json("fusemounts")["items"], "the FuseMounts gone")
     k.run("fluid", "mounts")
-    node = realnode.RealNode.load(k.state_dir / realnode.NODES_DIR / NODE)
-    if node is None:
-        raise DemoError(f"no record of {NODE} in {k.state_dir}")
+    nodes = realnode.recorded(k.cluster)
     left: list[str] = []
 
     def nothing_left() -> bool:
         with open("/proc/self/mountinfo") as table:
-            host = [line.split()[4] for line in table]
-        left[:] = [p for p in host + realnode.namespace_mounts(k.cluster, node) if any(m in p for m in marks)]
+            seen = [line.split()[4] for line in table]
+        for node in nodes:
+            seen += realnode.namespace_mounts(k.cluster, node)
+        left[:] = [p for p in seen if any(m in p for m in marks)]
         return not left
 
     try:
-        eventually(nothing_left, "nothing of the volume mounted, on the host or in the node", timeout=60)
+        eventually(nothing_left, "nothing of the volume mounted, on the host or in any node", timeout=60)
     except DemoError as err:
         raise DemoError(f"{err}; still mounted: {left}") from None
-    say("no FUSE mount and no bind mount left on the node")
+    say(f"no FUSE mount and no bind mount left on any of the {len(nodes)} nodes")
 
 
 def left_running(k: Cluster, busybox: str, text: str) -> None:
     step("The volume mounted again by a pod left running for you: the file is still in Curvine")
-    k.apply(volume_pod(LEFT_RUNNING, busybox))
+    k.apply(volume_pod(LEFT_RUNNING, busybox, k.nodes[len(k.nodes) // 2]))
     eventually(lambda: pod_ready(k, NS, LEFT_RUNNING), f"pod {LEFT_RUNNING} Running with its volume", 180)
     again = k.run("exec", "-n", NS, LEFT_RUNNING, "--", "cat", "/data/hello.txt").strip()
     if again != text:
@@ -432,9 +457,12 @@ def claim() -> dict[str, Any]:
     }
 
 
-def recovery(k: Cluster, text: str) -> None:
-    step("The FUSE pod is deleted: the node service starts another, the running containers read on")
-    [(old, name)] = fuse_pods(k).items()
+def recovery(k: Cluster, text: str, placed: dict[str, str]) -> None:
+    node = placed["reader-a"]
+    step(
+        f"The FUSE pod on {node} is deleted: the node service starts another, the running containers read on"
+    )
+    [(old, name)] = [(uid, pod) for uid, pod in fuse_pods(k).items() if fuse_node(k, pod) == node]
     t0 = time.monotonic()
     k.run("delete", "pod", "-n", SYSTEM, name, "--wait=false")
     eventually(lambda: (now := fuse_pods(k)) and old not in now, "the FUSE pod replaced", timeout=120)
@@ -460,13 +488,18 @@ def fuse_pods(k: Cluster) -> dict[str, str]:
     }
 
 
-def volume_pod(name: str, busybox: str) -> dict[str, Any]:
+def fuse_node(k: Cluster, pod: str) -> str:
+    return str(k.get_json("pod", pod, "-n", SYSTEM)["spec"]["nodeName"])
+
+
+def volume_pod(name: str, busybox: str, node: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": NS},
         "spec": {
             "terminationGracePeriodSeconds": 1,
+            "nodeSelector": {names.LABEL_HOSTNAME: node},
             "containers": [
                 {
                     "name": "app",

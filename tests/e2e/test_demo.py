@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,9 +31,33 @@ def make(target: str, state: Path, timeout: float) -> subprocess.CompletedProces
     )  # fmt: skip
 
 
-def node_folders(state: Path) -> list[str]:
-    """The real nodes' own folders (containerd's and kubelet's roots), from their records."""
-    return [json.loads(p.read_text())["dir"] for p in state.glob("realnodes/*/node.json")]
+def node_records(state: Path) -> list[dict[str, Any]]:
+    """The real nodes' records: their own folders (containerd's and kubelet's roots), bridges and
+    cgroup roots."""
+    return [json.loads(p.read_text()) for p in state.glob("realnodes/*/node.json")]
+
+
+def network_and_cgroup_traces(records: list[dict[str, Any]]) -> list[str]:
+    """The nodes' bridges, iptables chains (KF- + the bridge, in any table) and cgroup roots still there."""
+    left = []
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=False).stdout
+    for table in ("filter", "nat", "raw"):
+        rules = subprocess.run(
+            ["iptables", "-w", "5", "-t", table, "-S"], capture_output=True, text=True, check=False
+        ).stdout
+        left += [
+            f"{table}: {line}" for line in rules.splitlines() if any(r["bridge"] in line for r in records)
+        ]
+    left += [f"link {r['bridge']}" for r in records if f" {r['bridge']}:" in links]
+    with open("/proc/self/mounts") as mounts:
+        cgroups = [Path(line.split()[1]) for line in mounts if line.split()[2] in ("cgroup", "cgroup2")]
+    left += [
+        str(c / r["cgroup_root"].strip("/"))
+        for c in cgroups
+        for r in records
+        if (c / r["cgroup_root"].strip("/")).exists()
+    ]
+    return left
 
 
 def traces(*roots: str) -> tuple[list[str], list[str]]:
@@ -78,7 +104,7 @@ def left_for_exploring(state: Path, out: str) -> None:
 @pytest.mark.timeout(1800 + 600 + 120 + 60)  # the runs' own limits below, and the checks
 def test_make_demo_twice_then_make_down_leaves_nothing(tmp_path: Path) -> None:
     state = tmp_path / "demo"
-    folders: list[str] = []
+    records: list[dict[str, Any]] = []
     try:
         # The first run may build the node's binaries and both images (minutes, once per machine).
         for run, timeout in ((1, 1800), (2, 600)):
@@ -91,15 +117,20 @@ def test_make_demo_twice_then_make_down_leaves_nothing(tmp_path: Path) -> None:
             assert "the FUSE pod runs /opt/curvine/curvine-fuse of kubectl-fluid/curvine:" in out, out[-3000:]
             assert "live_worker_num: 1" in out, out[-3000:]
             assert "/hello.txt" in out.split("is in Curvine itself")[1], out[-3000:]  # cv fs ls in the master
-            assert "no FUSE mount and no bind mount left on the node" in out, out[-3000:]
+            assert "no FUSE mount and no bind mount left on any of the" in out, out[-3000:]
             assert "REFS" in out  # kubectl fluid mounts showed the shared mount
             assert "both containers read the file again" in out, out[-3000:]
+            # Issue 29: three nodes, and the narration says where things ran.
+            assert re.search(r"put on real-node-\d, got on real-node-\d, held in the worker's memory", out), (
+                out[-3000:]
+            )
             left_for_exploring(state, out)
-            folders = folders or node_folders(state)
-        assert folders, "make demo started no real node"
+            records = records or node_records(state)
+        assert len(records) == 3, f"make demo started {len(records)} real node(s), not 3"
     finally:
         down = make("down", state, timeout=120)
     assert down.returncode == 0, down.stderr
-    procs, mounts = traces(str(state), *folders)
+    procs, mounts = traces(str(state), *(r["dir"] for r in records))
     assert procs == [], f"still running after make down: {procs}"
     assert mounts == [], f"still mounted after make down: {mounts}"
+    assert network_and_cgroup_traces(records) == [], "left after make down"

@@ -1,5 +1,5 @@
 """A cluster as a user's is, for the e2e tests that deploy the product with its manifests
-(hack/localcluster/userscluster.py: its own local control plane whose one node is a real, untainted kubelet,
+(hack/localcluster/userscluster.py: its own local control plane whose nodes are real, untainted kubelets,
 with the product's images imported into its containerd, so ``kubectl apply -k manifests/`` runs with
 ``IfNotPresent`` and no registry)."""
 
@@ -23,9 +23,10 @@ def why_no_users_cluster() -> str | None:
 
 
 @contextlib.contextmanager
-def users_cluster(state: Path, *images: Callable[[], Path]) -> Iterator[localcluster.Cluster]:
-    """The cluster, up until the block ends; ``images`` build further archives to import."""
+def users_cluster(state: Path, *images: Callable[[], Path], nodes: int = 1) -> Iterator[localcluster.Cluster]:
+    """The cluster of ``nodes`` real nodes, up until the block ends; ``images`` build further archives
+    to import. One node unless a test needs more: each node costs its start and the images' imports."""
     try:
-        yield userscluster.up(state, images)
+        yield userscluster.up(state, images, nodes)
     finally:
         localcluster.down(state)
