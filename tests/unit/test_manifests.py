@@ -165,6 +165,10 @@ EXPECTED_CLUSTER_GRANTS = {
     ("", "secrets", "get"),
     ("", "pods", "list"),
     *((g, "events", v) for g in ("", "events.k8s.io") for v in ("create", "patch")),
+    # Lost nodes: their readiness watched, their FuseMounts' status marked Unknown (never the objects).
+    *(("", "nodes", v) for v in ("list", "watch")),
+    *((names.GROUP, "fusemounts", v) for v in ("list", "watch")),
+    (names.GROUP, "fusemounts/status", "patch"),
 }
 
 
