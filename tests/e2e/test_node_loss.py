@@ -1,12 +1,13 @@
 """A lost node's FuseMounts on a real API server (issue 29): the controller marks them Unknown, saying
 which node, since when and their last known phase; ``kubectl fluid mounts`` and ``kubectl get`` show
-it; the node back, the controller gives up what it held; the Node deleted, they say it is gone.
+it; the node back, a real node service publishes its mount again and it is Ready; the Node deleted,
+they say it is gone.
 
 The node is a Node object of the test's own, which kwok does not manage (no kwok annotation): its
 Ready condition is what the test writes, as kubelet or the node lifecycle controller would
 (kube-controller-manager turns it Unknown itself some 50 s after the last heartbeat the test wrote,
 which is later than any step here waits). The controller runs with its ServiceAccount's RBAC of
-manifests/."""
+manifests/, the node service with its own."""
 
 from __future__ import annotations
 
@@ -20,10 +21,13 @@ import pytest
 from kubernetes import client
 
 from kubectl_fluid.api import names
+from tests.e2e.csi import CsiNode
+from tests.e2e.csicalls import stage_and_publish, unpublish_and_unstage
 from tests.e2e.fluid import kubectl
 from tests.e2e.test_cli_inject import kubectl_fluid, ok
 from tests.e2e.test_cli_mounts import PLURAL, write_fusemount
 from tests.e2e.test_csi_manifests import allowed
+from tests.e2e.test_csi_node import csi_node_kubeconfig  # noqa: F401  (a fixture)
 from tests.e2e.wait import eventually
 
 STOPPED = "Kubelet stopped posting node status."
@@ -147,6 +151,62 @@ def test_a_lost_nodes_mounts_are_unknown_shown_as_such_and_given_back_when_it_is
         ]
     finally:
         custom.delete_cluster_custom_object(names.GROUP, names.VERSION, PLURAL, name)
+
+
+@pytest.mark.skipif(
+    not Path("/dev/fuse").exists(), reason="the node service mounts real FUSE: needs /dev/fuse"
+)
+@pytest.mark.usefixtures("controller")
+def test_a_node_service_publishes_its_mount_again_when_its_node_is_back(
+    core: client.CoreV1Api,
+    custom: client.CustomObjectsApi,
+    node: str,
+    csi_node_kubeconfig: Path,  # noqa: F811
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    root = tmp_path_factory.mktemp("n", numbered=True)
+    service = CsiNode(node, root, csi_node_kubeconfig)
+    masters = "127.0.0.1:18995"
+    (service.data / names.cluster_id(masters) / "lost").mkdir(parents=True)
+    staging, target = root / "staging" / "v1", root / "pods" / "p1" / "mount"
+    context = {names.PARAM_MASTER_ADDRS: masters, names.PARAM_CURVINE_PATH: "/lost"}
+    service.start()
+    try:
+        stage_and_publish(service.socket, "v1", staging, target, context)
+        selector = names.fuse_mount_node_selector(node)
+
+        def mount() -> dict[str, Any] | None:
+            found = custom.list_cluster_custom_object(
+                names.GROUP, names.VERSION, PLURAL, label_selector=selector
+            )
+            return found["items"][0] if found["items"] else None
+
+        published = eventually(
+            lambda: (m := mount()) and m.get("status", {}).get("phase") == "Ready" and m, "mirrored"
+        )
+        name = published["metadata"]["name"]
+
+        set_ready(core, node, "Unknown")
+        eventually(lambda: status_of(custom, name).get("phase") == "Unknown", "the FuseMount Unknown", 20)
+
+        set_ready(core, node, "True")
+        status = eventually(
+            lambda: (s := status_of(custom, name)).get("phase") == "Ready" and "reason" not in s and s,
+            "the node service's own phase again",
+            20,
+        )
+        assert status["refCount"] == 1
+        assert [t["path"] for t in status["volumes"][0]["targets"]] == [str(target)]
+        eventually(
+            lambda: not controller_holds_status(fusemount(custom, name)), "the controller holds nothing", 20
+        )
+        assert "node is Ready again: publishing every mount again" in service.log.read_text()
+
+        unpublish_and_unstage(service.socket, "v1", staging, target)
+        eventually(lambda: mount() is None, "the FuseMount deleted", 20)
+    finally:
+        service.stop()
+        service.stop_leftovers_then_complain()
 
 
 def test_the_controller_may_watch_nodes_and_mark_fusemounts_and_no_more(
