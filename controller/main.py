@@ -2,6 +2,7 @@
 
 Every replica lists and watches, so a standby that takes over already has the cluster in memory; it
 then queues every Dataset and CacheRuntime once (level-triggered: a new leader checks everything).
+Beside the reconcilers, the leader marks the FuseMounts of lost nodes (``controller/lostnodes.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from controller.desired.storage import pv_holder
 from controller.events import Recorder
 from controller.inuse import ClassIndex
 from controller.leader import LeaderElector, LeaseConfig, LostLeadership
+from controller.lostnodes import LostNodes
 from controller.reconciler import Caches, Key, Reconciler, Result
 from controller.workqueue import ShutDown, WorkQueue
 from kubectl_fluid import logs
@@ -100,6 +102,7 @@ class Controller:
         self.class_index = ClassIndex()
         self.reconciler = Reconciler(api, self.caches, recorder, args.workers, self.class_index)
         self.guard = ClassGuard(self.reconciler.request, self.caches.classes, self.class_index, recorder)
+        self.lost_nodes = LostNodes(api)
         self._wire()
 
     def _wire(self) -> None:
@@ -170,21 +173,29 @@ class Controller:
         self.caches.pvcs.add_handler(child)
         self.caches.pvs.add_handler(pv)
 
+    def watches(self) -> list[WatchCache]:
+        return [*self.caches.all(), *self.lost_nodes.caches()]
+
     def synced(self) -> bool:
-        return all(c.synced.is_set() for c in self.caches.all())
+        return all(c.synced.is_set() for c in self.watches())
 
     async def lead(self) -> None:
         metrics.IS_LEADER.set(1)
+        # Its own caches and queue: Nodes it may not list (a narrowed install) hold back no Dataset.
+        lost_nodes = asyncio.create_task(self.lost_nodes.lead(), name="lost-nodes")
         try:
-            while not self.synced():
+            while not all(c.synced.is_set() for c in self.caches.all()):
                 await asyncio.sleep(0.05)
             for key in [*self.caches.datasets.keys(), *self.caches.runtimes.keys()]:
                 self.queue.add(key)
             for cls in self.caches.classes.items():
                 self.queue.add(ClassKey(cls["metadata"]["name"]))
             log.info("reconciling", extra={"keys": len(self.queue), "workers": self.args.workers})
-            await asyncio.gather(*(self._worker() for _ in range(self.args.workers)))
+            await asyncio.gather(*(self._worker() for _ in range(self.args.workers)), lost_nodes)
         finally:
+            lost_nodes.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await lost_nodes
             metrics.IS_LEADER.set(0)
 
     async def _worker(self) -> None:
@@ -231,7 +242,7 @@ async def run(args: argparse.Namespace) -> int:
     health = HealthServer(args.health_host, args.health_port, ready=controller.synced)
     port = await health.start()
     log.info("serving /healthz /readyz /metrics", extra={"port": port})
-    watches = [asyncio.create_task(c.run()) for c in controller.caches.all()]
+    watches = [asyncio.create_task(c.run()) for c in controller.watches()]
     elector = LeaderElector(
         api,
         LeaseConfig(

@@ -15,3 +15,8 @@ WRITES = Counter(
 )
 QUEUE_DEPTH = Gauge("fluid_controller_queue_depth", "Keys waiting in the work queue.")
 IS_LEADER = Gauge("fluid_controller_is_leader", "1 while this replica holds the leader Lease.")
+NODE_LOSS_WRITES = Counter(
+    "fluid_controller_node_loss_writes_total",
+    "FuseMount statuses written for a lost node: marked Unknown (mark) or given back once Ready (release).",
+    ["verdict"],
+)

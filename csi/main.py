@@ -49,6 +49,7 @@ from csi.fuse.fusepods import FusePodManager
 from csi.fuse.fuserunner import FuseRunner
 from csi.keyedthreads import DEFAULT_DEADLINE
 from csi.model.fusepodparams import node_resources
+from csi.node.nodewatch import NodeWatch
 from csi.node.propagation import PropagationCheck
 from csi.node.publisher import MirrorPublisher
 from csi.rpc.controller_service import ControllerServicer, PvLookup
@@ -392,8 +393,12 @@ async def run(args: argparse.Namespace) -> None:
             why_not_ready=not_ready,
         )
         await health.start()
+    node_watch = None
     if mirror is not None:
         mirror.start()
+        # Its Node back from being lost: the mirror publishes again over the controller's Unknown.
+        node_watch = NodeWatch(args.node_id, lambda: client.connect(args.kubeconfig), mirror.node_ready)
+        node_watch.start()
     try:
         if node is not None:
             await node.recover()  # mounts from before a restart are whole again before kubelet calls
@@ -405,6 +410,8 @@ async def run(args: argparse.Namespace) -> None:
             health_watch.cancel()
         if backend is not None:
             await backend.close()
+        if node_watch is not None:
+            await node_watch.close()
         if mirror is not None:
             # A last chance to leave the objects right; the next start corrects them anyway.
             await mirror.synced(timeout=2)

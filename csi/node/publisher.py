@@ -9,6 +9,13 @@ with the latest state, not a replay of every step in between.
 
 Writes are server-side applies under the node service's own field manager: idempotent, no read
 first, and a concurrent writer of other fields cannot make them fail.
+
+While the node is lost (not Ready) the controller says so on these objects: phase Unknown, under its
+own field manager (controller/nodeloss.py). The mirror does not fight it: it writes only what the
+node's state changes, and leaves out its periodic resync while its Node is known not to be Ready
+(``node_ready``, fed by csi/node/nodewatch.py). When the Node is Ready again after not being, it
+forgets what it wrote and writes everything again at once, so the mounts say their own phase again.
+A node service that restarts writes everything anyway.
 """
 
 from __future__ import annotations
@@ -91,6 +98,19 @@ class MirrorPublisher:
         # What the API server holds, as far as this process knows: name → the object last applied
         # (``{}`` for objects found at start-up, which are re-applied or deleted once).
         self._written: Objects | None = None
+        # Forget ``_written`` at the start of the next pass (never in the middle of one).
+        self._forget = False
+        # Whether this node's Node is Ready, once its watch has said (None: not known yet).
+        self._node_ready: bool | None = None
+
+    def node_ready(self, ready: bool) -> None:
+        """Its Node's readiness, as it changes. Back to Ready after not being: the controller marked
+        these objects Unknown meanwhile, and what this process wrote before no longer stands."""
+        was, self._node_ready = self._node_ready, ready
+        if ready and was is False:
+            log.info("node is Ready again: publishing every mount again", extra={"node": self.node})
+            self._forget = True
+            self._wake.set()
 
     def publish(self, state: NodeState) -> None:
         self._state = state
@@ -121,9 +141,13 @@ class MirrorPublisher:
             try:
                 await asyncio.wait_for(self._wake.wait(), self.resync)
             except TimeoutError:
-                self._written = None  # list again, then write what differs
+                # List again, then write what differs; not while the node is lost, where what differs
+                # is the controller's Unknown, which stands until the node is back.
+                self._forget = self._forget or self._node_ready is not False
             await asyncio.sleep(self.debounce)
             self._wake.clear()
+            if self._forget:
+                self._written, self._forget = None, False
             state = self._state
             if state is None:
                 continue

@@ -1,5 +1,7 @@
 """FuseMount: the CSI node service's published view of one FUSE mount on one node (SPEC §1, §5).
-Written only by the node service; read by ``kubectl fluid mounts``."""
+Written by the node service; read by ``kubectl fluid mounts``. While the node is lost (not Ready, or its
+Node gone) nobody reports for it, and the controller says so: phase ``Unknown`` and a reason
+(controller/nodeloss.py), until the node service publishes again."""
 
 from __future__ import annotations
 
@@ -10,7 +12,8 @@ from pydantic import Field
 from kubectl_fluid.api import names
 from kubectl_fluid.api.base import AGE, DATE_TIME, CrdInfo, KubeModel, PrinterColumn, Resource
 
-FuseMountPhase = Literal["Mounting", "Ready", "Broken", "Unmounting"]
+# The node service writes the first four; only the controller writes Unknown (its node is lost).
+FuseMountPhase = Literal["Mounting", "Ready", "Broken", "Unmounting", "Unknown"]
 
 
 class FuseMountSpec(KubeModel):
@@ -58,7 +61,13 @@ class StagedVolume(KubeModel):
 class FuseMountStatus(KubeModel):
     """The mount's state as the CSI node service last saw it."""
 
-    phase: FuseMountPhase | None = Field(default=None, description="Mounting, Ready, Broken or Unmounting.")
+    phase: FuseMountPhase | None = Field(
+        default=None,
+        description=(
+            "Mounting, Ready, Broken or Unmounting, as the node service says; Unknown while its node is"
+            " not Ready or gone (nothing reports the mount: reason says since when and the last known phase)."
+        ),
+    )
     ref_count: int = Field(default=0, ge=0, description="Number of staged volumes using the mount.")
     volumes: list[StagedVolume] = Field(
         default_factory=list, description="The volumes staged on the mount and the pod targets of each."
@@ -70,7 +79,9 @@ class FuseMountStatus(KubeModel):
     )
     reason: str | None = Field(
         default=None,
-        description="Why the mount is Broken, or which pods still show a replaced FUSE; and what to do.",
+        description=(
+            "Why the mount is Broken or Unknown, or which pods still show a replaced FUSE; and what to do."
+        ),
     )
 
 

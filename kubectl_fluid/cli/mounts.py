@@ -3,7 +3,8 @@ from the FuseMount objects its node services publish.
 
 ``-o wide`` adds the staged volumes, the number of publish targets and the pods behind them (pods
 are matched by UID among the pods of the mounts' nodes; a pod that cannot be read shows its UID), and
-the reason a mount is Broken.
+the reason a mount is Broken or Unknown. Mounts whose node is lost (PHASE Unknown: the controller says
+nobody reports them) are summed up in a warning on stderr, as the stand-in's are.
 """
 
 from __future__ import annotations
@@ -82,6 +83,16 @@ def standin_nodes(items: Sequence[Mapping[str, Any]]) -> list[str]:
     )
 
 
+def unknown_nodes(items: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """The nodes with mounts in phase Unknown (their node lost), and how many each."""
+    counts: dict[str, int] = {}
+    for fm in items:
+        if _status(fm).get("phase") == "Unknown":
+            node = str(_spec(fm).get("nodeName"))
+            counts[node] = counts.get(node, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def row(
     fm: Mapping[str, Any], now: datetime, wide: bool = False, pods: Mapping[str, str] | None = None
 ) -> list[str]:
@@ -131,7 +142,9 @@ def mounts(node: str | None, settings: Settings) -> None:
                   its targets bound again; a Broken mount is left as it is: REASON says why
                   and what to do (its fs-path gone, its FUSE not answering). A Ready mount has a
                   REASON when a pod still shows the FUSE that was replaced (its volume mounted
-                  without HostToContainer propagation): delete that pod
+                  without HostToContainer propagation): delete that pod. Unknown: its node is
+                  NotReady or gone, so nothing reports the mount; REASON says since when and
+                  its last known phase, and it comes back when the node does
     -o wide adds PROGRAM (the FUSE program that serves the mount, "(stand-in)" for the test bed's
     curvine-fuse-standin, which serves a node directory and is warned about), VOLUMES (their IDs),
     TARGETS (bind mounts into pods), PODS and REASON.
@@ -156,6 +169,7 @@ def mounts(node: str | None, settings: Settings) -> None:
             nothing_found(None)
             return
         _warn_standin(items)
+        _warn_unknown(items)
         if output == "name":
             write("".join(f"fusemount.{names.GROUP}/{fm['metadata']['name']}\n" for fm in items))
             return
@@ -176,6 +190,18 @@ def _warn_standin(items: Sequence[Mapping[str, Any]]) -> None:
             f"the mounts of node(s) {', '.join(nodes)} are served by {names.FUSE_STANDIN_PROGRAM}, the test "
             "bed's stand-in: it serves a directory of the node, not a Curvine cache (no default install "
             "runs it)"
+        )
+
+
+def _warn_unknown(items: Sequence[Mapping[str, Any]]) -> None:
+    from kubectl_fluid.cli.output import warn
+
+    nodes = unknown_nodes(items)
+    if nodes:
+        counted = ", ".join(f"{node} ({n})" for node, n in nodes.items())
+        warn(
+            f"the mounts of node(s) {counted} are Unknown: their node is NotReady or gone and nothing "
+            "reports them; they are shown as last known (-o wide's REASON says since when)"
         )
 
 

@@ -7,14 +7,15 @@ kr8s's own ``watch`` ends when the server closes the stream and spins on ``410 G
   reports what changed meanwhile as ordinary ADDED/MODIFIED/DELETED events;
 - reconnects after the server's routine close (``timeoutSeconds``) and after errors, with backoff.
 
-Objects are held without ``metadata.managedFields``, which no reader uses and which is a third to a
-half of a server-side-applied object in memory; they are parsed with orjson, which also shares the
-key strings every object repeats (a StatefulSet of the bench: 34 KiB as ``json`` parses it, 14 KiB
-lean through orjson). A ``compact`` cache holds each as its JSON deflated against the first object
-it held (objects of one resource share most of their text: that StatefulSet is 3.7 KiB of JSON and
-0.6 KiB held) and parses it again for each reader, some 50 µs: the controller's way, which holds every
-child of every runtime and reads a few a pass (readers then get a copy of their own, too); not the
-webhook's, which reads objects on every admission.
+Objects are held without ``metadata.managedFields`` (unless asked: ``managed_fields``), which few
+readers use and which is a third to a half of a server-side-applied object in memory; they are
+parsed with orjson, which also shares the key strings every object repeats (a StatefulSet of the
+bench: 34 KiB as ``json`` parses it, 14 KiB lean through orjson). A ``compact`` cache holds each as
+its JSON deflated against the first object it held (objects of one resource share most of their
+text: that StatefulSet is 3.7 KiB of JSON and 0.6 KiB held) and parses it again for each reader,
+some 50 µs: the controller's way, which holds every child of every runtime and reads a few a pass
+(readers then get a copy of their own, too); not the webhook's, which reads objects on every
+admission.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ class WatchCache:
         backoff: Backoff | None = None,
         compact: bool = False,
         trim: Callable[[dict[str, Any]], None] | None = None,
+        managed_fields: bool = False,
     ) -> None:
         self.api = api
         self.resource = resource
@@ -79,6 +81,8 @@ class WatchCache:
         # Drops, in place, what no reader of this cache uses: for a resource held by the thousand
         # (every claim of the cluster), the few fields read are all that is worth the memory.
         self._trim = trim
+        # Kept only where a reader asks who owns a field (the FuseMounts of lost nodes: a handful).
+        self._managed_fields = managed_fields
         self._store: dict[Key, Any] = {}  # the object; with ``compact``, its JSON (bytes)
         self._versions: dict[Key, str | None] = {}  # each held object's resourceVersion
         # Keys by the uid of each owner their ownerReferences name (a dict for a stable order): the
@@ -294,7 +298,7 @@ class WatchCache:
         obj.setdefault("apiVersion", self.resource.api_version)
         obj.setdefault("kind", self.resource.kind)
         meta = obj.get("metadata")
-        if isinstance(meta, dict):
+        if isinstance(meta, dict) and not self._managed_fields:
             meta.pop("managedFields", None)
         if self._trim is not None:
             self._trim(obj)

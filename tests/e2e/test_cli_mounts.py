@@ -17,8 +17,9 @@ import pytest
 from kubernetes import client
 
 from kubectl_fluid.api import names
+from tests.e2e.csi import node_object
 from tests.e2e.test_cli_inject import kubectl_fluid, ok
-from tests.e2e.wait import as_json
+from tests.e2e.wait import as_json, eventually
 
 PLURAL = "fusemounts"
 
@@ -32,37 +33,53 @@ Publish = Callable[[str, str, dict[str, Any]], None]
 
 
 @pytest.fixture
-def publish(k8s: client.ApiClient, fluid: Path) -> Iterator[Publish]:
+def publish(k8s: client.ApiClient, core: client.CoreV1Api, fluid: Path) -> Iterator[Publish]:
     """Writes a FuseMount and its status as the node service would; deletes them afterwards (they are
-    cluster-scoped, no namespace takes them along)."""
+    cluster-scoped, no namespace takes them along). Each node gets a Node that kwok keeps Ready
+    first: the controller marks the mounts of a node that is not Ready, or has no Node, Unknown."""
     custom = client.CustomObjectsApi(k8s)
     made: list[str] = []
+    nodes: list[str] = []
 
     def write(node: str, key: str, status: dict[str, Any]) -> None:
-        name = names.fuse_mount_name(node, key)
-        body = {
-            "apiVersion": names.API_VERSION,
-            "kind": "FuseMount",
-            "metadata": {"name": name, "labels": names.fuse_mount_labels(node, key)},
-            "spec": {
-                "nodeName": node,
-                "mountKey": key,
-                "clusterID": names.cluster_id("m1:8995"),
-                "masterAddrs": "m1:8995",
-                "fsPath": "/data",
-                "mntPath": names.fuse_mount_path(key),
-                "mode": "embedded",
-            },
-        }
-        custom.create_cluster_custom_object(names.GROUP, names.VERSION, PLURAL, body)
-        made.append(name)
-        custom.patch_cluster_custom_object_status(
-            names.GROUP, names.VERSION, PLURAL, name, {"status": status}
-        )
+        if node not in nodes:
+            core.create_node(node_object(node))
+            nodes.append(node)
+            eventually(lambda: node_ready(core, node), f"kwok makes node {node} Ready", timeout=30)
+        made.append(write_fusemount(custom, node, key, status))
 
     yield write
     for name in made:
         custom.delete_cluster_custom_object(names.GROUP, names.VERSION, PLURAL, name)
+    for node in nodes:
+        core.delete_node(node)
+
+
+def write_fusemount(custom: client.CustomObjectsApi, node: str, key: str, status: dict[str, Any]) -> str:
+    """A FuseMount of ``node`` with ``status``, as the node service would publish it; its name."""
+    name = names.fuse_mount_name(node, key)
+    body = {
+        "apiVersion": names.API_VERSION,
+        "kind": "FuseMount",
+        "metadata": {"name": name, "labels": names.fuse_mount_labels(node, key)},
+        "spec": {
+            "nodeName": node,
+            "mountKey": key,
+            "clusterID": names.cluster_id("m1:8995"),
+            "masterAddrs": "m1:8995",
+            "fsPath": "/data",
+            "mntPath": names.fuse_mount_path(key),
+            "mode": "embedded",
+        },
+    }
+    custom.create_cluster_custom_object(names.GROUP, names.VERSION, PLURAL, body)
+    custom.patch_cluster_custom_object_status(names.GROUP, names.VERSION, PLURAL, name, {"status": status})
+    return name
+
+
+def node_ready(core: client.CoreV1Api, node: str) -> bool:
+    conditions = core.read_node(node).status.conditions or []
+    return any(c.type == "Ready" and c.status == "True" for c in conditions)
 
 
 def test_mounts_table_filters_and_formats(

@@ -102,7 +102,8 @@ def test_csi_rbac_applies_and_grants_exactly_the_drivers_needs(fluid: Path, k8s:
     for verb in ("create", "get", "list", "watch", "update", "patch", "delete"):
         assert can(node, verb, "fusemounts", names.GROUP), verb
     assert can(node, "patch", "fusemounts", names.GROUP, subresource="status")
-    assert can(node, "get", "nodes")
+    for verb in ("get", "list", "watch"):  # its Node's readiness, watched by name
+        assert can(node, verb, "nodes"), verb
     assert not can(node, "update", "nodes")
     for verb in ("create", "delete", "get", "list", "watch"):
         assert can(node, verb, "pods", namespace=fluid_ns), verb

@@ -18,13 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import grpc
 import pytest
 from kubernetes import client
 
-from csi.proto import csi_pb2, csi_pb2_grpc
 from kubectl_fluid.api import names
 from tests.e2e.csi import ApiProxy, CsiNode, KubeletStandin, node_object, upstream_of, via_proxy
+from tests.e2e.csicalls import stage_and_publish, unpublish_and_unstage
 from tests.e2e.fluid import kubectl_binary, service_account_kubeconfig
 from tests.e2e.wait import eventually
 
@@ -267,58 +266,27 @@ def test_kubelet_calls_succeed_while_the_api_server_is_unreachable_and_the_mirro
     staging = csi_node.root / "staging" / "v1"
     target = csi_node.root / "pods" / "p1" / "mount"
     context = {names.PARAM_MASTER_ADDRS: MASTERS, names.PARAM_CURVINE_PATH: "/outage"}
-    capability = csi_pb2.VolumeCapability(
-        mount=csi_pb2.VolumeCapability.MountVolume(),
-        access_mode=csi_pb2.VolumeCapability.AccessMode(
-            mode=csi_pb2.VolumeCapability.AccessMode.MULTI_NODE_MULTI_WRITER
-        ),
-    )
     proxy.cut()
-    with grpc.insecure_channel(f"unix://{csi_node.socket}") as channel:
-        node = csi_pb2_grpc.NodeStub(channel)
-        node.NodeStageVolume(
-            csi_pb2.NodeStageVolumeRequest(
-                volume_id="v1",
-                staging_target_path=str(staging),
-                volume_capability=capability,
-                volume_context=context,
-            ),
-            timeout=10,
-        )
-        node.NodePublishVolume(
-            csi_pb2.NodePublishVolumeRequest(
-                volume_id="v1",
-                staging_target_path=str(staging),
-                target_path=str(target),
-                volume_capability=capability,
-                volume_context=context,
-            ),
-            timeout=10,
-        )
-        assert str(target) in csi_node.mounts()
-        time.sleep(1)  # the mirror is retrying against a closed port meanwhile
-        assert fusemounts(k8s, csi_node.name) == [], "written while the API server was unreachable?"
+    stage_and_publish(csi_node.socket, "v1", staging, target, context)
+    assert str(target) in csi_node.mounts()
+    time.sleep(1)  # the mirror is retrying against a closed port meanwhile
+    assert fusemounts(k8s, csi_node.name) == [], "written while the API server was unreachable?"
 
-        restored = time.monotonic()
-        proxy.restore()
+    restored = time.monotonic()
+    proxy.restore()
 
-        def mirrored() -> dict[str, Any] | None:
-            found = fusemounts(k8s, csi_node.name)
-            return found[0] if found and found[0].get("status", {}).get("phase") == "Ready" else None
+    def mirrored() -> dict[str, Any] | None:
+        found = fusemounts(k8s, csi_node.name)
+        return found[0] if found and found[0].get("status", {}).get("phase") == "Ready" else None
 
-        mount = eventually(mirrored, "the FuseMount after the outage", 10)
-        lag = time.monotonic() - restored
-        print(f"mirror caught up {lag:.2f}s after the API server came back")
-        assert mount["status"]["refCount"] == 1
-        assert [t["path"] for t in mount["status"]["volumes"][0]["targets"]] == [str(target)]
+    mount = eventually(mirrored, "the FuseMount after the outage", 10)
+    lag = time.monotonic() - restored
+    print(f"mirror caught up {lag:.2f}s after the API server came back")
+    assert mount["status"]["refCount"] == 1
+    assert [t["path"] for t in mount["status"]["volumes"][0]["targets"]] == [str(target)]
 
-        proxy.cut()
-        node.NodeUnpublishVolume(
-            csi_pb2.NodeUnpublishVolumeRequest(volume_id="v1", target_path=str(target)), timeout=10
-        )
-        node.NodeUnstageVolume(
-            csi_pb2.NodeUnstageVolumeRequest(volume_id="v1", staging_target_path=str(staging)), timeout=10
-        )
-        assert csi_node.mounts() == []
-        proxy.restore()
-        eventually(lambda: fusemounts(k8s, csi_node.name) == [], "the FuseMount deleted after the outage", 10)
+    proxy.cut()
+    unpublish_and_unstage(csi_node.socket, "v1", staging, target)
+    assert csi_node.mounts() == []
+    proxy.restore()
+    eventually(lambda: fusemounts(k8s, csi_node.name) == [], "the FuseMount deleted after the outage", 10)

@@ -91,6 +91,16 @@ def test_wide_shows_the_fuse_program_and_marks_the_standin() -> None:
     assert mount_view.standin_nodes([fm, standin, python]) == ["n2", "n3"]
 
 
+def test_mounts_of_a_lost_node_are_unknown_with_the_controllers_words_and_counted_per_node() -> None:
+    why = "node n2 is NotReady since 2025-06-01T10:00:00Z (Ready=Unknown: ...): nothing reports this mount"
+    lost = [fuse_mount("n2", phase="Unknown", refCount=1, reason=why) for _ in range(2)]
+    row = mount_view.row(lost[0], NOW, wide=True)
+    assert (row[6], row[-1]) == ("Unknown", why)
+    others = [fuse_mount("n1", phase="Ready"), fuse_mount("n3", phase="Unknown")]
+    assert mount_view.unknown_nodes([*lost, *others]) == {"n2": 2, "n3": 1}
+    assert mount_view.unknown_nodes(others[:1]) == {}
+
+
 def test_a_fresh_mount_without_status_shows_zero_refs_and_none() -> None:
     row = mount_view.row({"spec": {"nodeName": "n", "mountKey": KEY}}, NOW, wide=True)
     assert row[5:7] == ["0", "<none>"]

@@ -3,8 +3,12 @@ deletions of the ones whose mount is gone. (Against a real API server: tests/e2e
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 from csi.node import state as node
-from csi.node.publisher import changes, desired_objects
+from csi.node.publisher import MirrorPublisher, changes, desired_objects
 from kubectl_fluid.api import names
 from tests.unit.csi_samples import KEY_PARAMS, ROOT, key_of
 
@@ -58,3 +62,77 @@ def test_objects_found_at_start_are_rewritten_once_or_deleted() -> None:
     (name,) = wanted
     found_at_start: dict[str, dict[str, object]] = {name: {}, f"{NODE}-stale": {}}
     assert changes(wanted, found_at_start) == ([name], [f"{NODE}-stale"])
+
+
+class Recording(MirrorPublisher):
+    """The mirror with the API server replaced by a record of what it would write (its I/O methods)."""
+
+    def __init__(self, server: dict[str, dict[str, object]], resync: float) -> None:
+        async def connect() -> Any:
+            return object()
+
+        super().__init__(NODE, connect, debounce=0.001, resync=resync)
+        self.server = server
+        self.applied: list[str] = []
+
+    async def _list_own(self) -> dict[str, dict[str, Any]]:
+        return {name: {} for name in self.server}
+
+    async def _apply(self, obj: dict[str, Any]) -> None:
+        self.applied.append(obj["metadata"]["name"])
+        self.server[obj["metadata"]["name"]] = obj
+
+
+def run_mirror(resync: float, scenario: Callable[[Recording], Awaitable[None]]) -> Recording:
+    async def main() -> Recording:
+        mirror = Recording({}, resync=resync)
+        mirror.start()
+        try:
+            await scenario(mirror)
+        finally:
+            await mirror.close()
+        return mirror
+
+    return asyncio.run(main())
+
+
+def test_a_node_back_from_not_ready_publishes_every_mount_again_at_once() -> None:
+    state = staged(node.NodeState(), 0, "v0")
+    (name,) = desired_objects(NODE, state)
+
+    async def scenario(mirror: Recording) -> None:
+        mirror.publish(state)
+        assert await mirror.synced(timeout=5)
+        mirror.node_ready(True)  # the first word of the watch: nothing to do
+        mirror.node_ready(False)  # the controller marks the object Unknown meanwhile
+        await asyncio.sleep(0.05)
+        assert mirror.applied == [name], "written again while the node is lost?"
+        mirror.node_ready(True)
+        for _ in range(200):
+            if len(mirror.applied) == 2:
+                break
+            await asyncio.sleep(0.01)
+
+    assert run_mirror(300.0, scenario).applied == [name, name]
+
+
+def test_no_resync_over_the_controllers_unknown_while_the_node_is_lost() -> None:
+    state = staged(node.NodeState(), 0, "v0")
+
+    async def scenario(mirror: Recording) -> None:
+        mirror.publish(state)
+        assert await mirror.synced(timeout=5)
+        mirror.node_ready(False)
+        await asyncio.sleep(0.3)  # a dozen resync periods
+
+    assert len(run_mirror(0.02, scenario).applied) == 1
+
+
+def test_the_resync_rewrites_while_the_node_is_ready_or_not_known() -> None:
+    state = staged(node.NodeState(), 0, "v0")
+
+    async def scenario(mirror: Recording) -> None:
+        mirror.publish(state)
+        await asyncio.sleep(0.3)
+
+    assert len(run_mirror(0.02, scenario).applied) > 2

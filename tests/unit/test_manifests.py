@@ -165,6 +165,10 @@ EXPECTED_CLUSTER_GRANTS = {
     ("", "secrets", "get"),
     ("", "pods", "list"),
     *((g, "events", v) for g in ("", "events.k8s.io") for v in ("create", "patch")),
+    # Lost nodes: their readiness watched, their FuseMounts' status marked Unknown (never the objects).
+    *(("", "nodes", v) for v in ("list", "watch")),
+    *((names.GROUP, "fusemounts", v) for v in ("list", "watch")),
+    (names.GROUP, "fusemounts/status", "patch"),
 }
 
 
@@ -626,7 +630,8 @@ EXPECTED_PROVISIONER_GRANTS = {
 EXPECTED_CSI_NODE_CLUSTER_GRANTS = {
     *((names.GROUP, "fusemounts", v, ()) for v in CRUD),
     *((names.GROUP, "fusemounts/status", v, ()) for v in ("get", "update", "patch")),
-    ("", "nodes", "get", ()),
+    # Its Node: read, and watched for its readiness (the mirror publishes again when it is back).
+    *(("", "nodes", v, ()) for v in READ),
     # After a FUSE restart: a pod and its PV read one by one, an Event on a pod that cannot see it.
     ("", "pods", "get", ()),
     ("", "persistentvolumes", "get", ()),
