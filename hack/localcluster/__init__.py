@@ -20,6 +20,8 @@ The parts, one a module, each importing only those above it:
     mounts        FUSE processes and mounts left under a folder, stopped and unmounted
     kwoknodes     the kwok process and its fake nodes
     controlplane  etcd, kube-apiserver, kube-controller-manager, kube-scheduler (and kwok)
+    serviceproxy  a process per cluster with real nodes: its ClusterIP Services as iptables rules
+                  (servicerules, pure), in place of kube-proxy, which cannot be kept to one cluster
     realnodes     real kubelet nodes (containerd, runc, CoreDNS); nodeview sets up their mount view
     lifecycle     up, down, status, running: the control plane and real nodes composed
     userscluster  make demo's cluster: no kwok node, one untainted real node, the product's images

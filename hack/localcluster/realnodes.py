@@ -512,6 +512,10 @@ def ensure(cluster: Cluster, count: int, tainted: bool = True, required: bool = 
         if existing is not None:
             stop(cluster, existing)
         nodes.append(start(cluster, index, bins, tainted))
+    # Imported here: the package would otherwise hold the module `python -m` is about to run.
+    from localcluster import serviceproxy
+
+    serviceproxy.ensure(cluster)  # the cluster's ClusterIP Services, answered from every node
     return nodes
 
 
@@ -870,6 +874,9 @@ def _runc(node: RealNode) -> str:
 
 
 def stop_all(cluster: Cluster) -> None:
+    from localcluster import serviceproxy  # as in ensure
+
+    serviceproxy.stop(cluster)
     folder = cluster.state_dir / NODES_DIR
     if not folder.is_dir():
         return
