@@ -6,8 +6,11 @@ visible to the node service (and from there bind-mounted into application pods).
 ``host_paths`` are what the FUSE program needs beside its flags (its configuration; the stand-in's
 data directory); a host path is mounted at the same path. ``resources`` and ``priority_class`` keep
 it from being the first pod the kubelet evicts or the kernel OOM-kills (the node service's defaults
-with the StorageClass's own: csi/model/fusepodparams.py). A pure function: the node service's
-FusePodManager sends what this returns.
+with the StorageClass's own: csi/model/fusepodparams.py). ``node_uid`` makes the pod's Node its
+controlling owner: ``kubectl drain`` takes a pod with a controller, where it refuses a bare one
+without ``--force``, and the pod goes with its Node (its budget, fusebudget.py, keeps drain from
+evicting it while volumes use it). A pure function: the node service's FusePodManager sends what this
+returns.
 """
 
 from __future__ import annotations
@@ -30,9 +33,11 @@ def fuse_pod(
     host_paths: Sequence[str] = (),
     resources: Mapping[str, Mapping[str, str]] | None = None,
     priority_class: str | None = None,
+    node_uid: str | None = None,
 ) -> dict[str, Any]:
     key_dir = os.path.dirname(mnt_path)
     extra = [(f"host-{i}", path) for i, path in enumerate(host_paths)]
+    owner = {"ownerReferences": [node_owner(node, node_uid)]} if node_uid else {}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -40,6 +45,7 @@ def fuse_pod(
             "name": names.fuse_pod_name(node, mount_key),
             "namespace": names.FLUID_NAMESPACE,
             "labels": names.fuse_pod_labels(node, mount_key),
+            **owner,
         },
         "spec": {
             "nodeName": node,
@@ -88,3 +94,9 @@ def fuse_pod(
             ],
         },
     }
+
+
+def node_owner(node: str, uid: str) -> dict[str, Any]:
+    """The Node as the pod's controller. No blockOwnerDeletion: that would need the right to set
+    finalizers on Nodes, and nothing waits on a FUSE pod's deletion."""
+    return {"apiVersion": "v1", "kind": "Node", "name": node, "uid": uid, "controller": True}

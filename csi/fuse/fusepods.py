@@ -8,6 +8,10 @@
   and ``on_restart(key)`` runs, as in embedded mode. ``restartPolicy: Never`` keeps kubelet from
   restarting it on its own, behind the node service's back.
 - ``stop`` deletes the pod, waits for its mount to go, and detaches whatever is left.
+- Each pod's Node is its controller and a budget of its own (csi/fuse/fusebudget.py) refuses its
+  eviction: ``kubectl drain`` takes the node's FUSE pods without ``--force`` and waits for the node
+  service to delete them once their volumes are unstaged. Without the right to read its Node (an
+  install of an older RBAC) a pod is made without its owner and said so.
 - Whether a mount serves is asked through it in a thread of the key's own, as in embedded mode
   (csi/fuse/fusemanager.py: ``serving``, ``broken``): a FUSE that does not answer holds up only its
   own watcher; everything else reads the mount table, never the mount.
@@ -26,6 +30,7 @@ from typing import Any
 import kr8s.asyncio
 
 from csi.fuse import mounts
+from csi.fuse.fusebudget import fuse_pod_budget
 from csi.fuse.fusemanager import FuseError, _notify, broken, is_fuse_mount, serving
 from csi.fuse.fusepod import fuse_pod
 from csi.fuse.fuserunner import FuseHandle
@@ -33,7 +38,7 @@ from csi.keyedthreads import DEFAULT_DEADLINE, KeyedThreads
 from csi.model.fusepodparams import PodSettings, pod_resources, priority_class
 from kubectl_fluid.api import names
 from kubectl_fluid.kube import http
-from kubectl_fluid.kube.resources import PODS
+from kubectl_fluid.kube.resources import NODES, POD_DISRUPTION_BUDGETS, PODS
 
 # The name it logged under before csi/ had sub-packages: log filters and tests match it.
 log = logging.getLogger("csi.fusepods")
@@ -81,6 +86,8 @@ class FusePodManager:
         self.starts = 0
         self.threads = KeyedThreads(deadline, "fluid-csi-fuse")
         self._client: kr8s.asyncio.Api | None = None
+        # The Node's uid, once read ("" when it could not be: its pods then go without an owner).
+        self._node_uid: str | None = None
 
     async def _api(self) -> kr8s.asyncio.Api:
         if self._client is None:
@@ -159,15 +166,54 @@ class FusePodManager:
     # ------------------------------------------------------------------ pods
 
     def pod_body(
-        self, key: str, argv: list[str], mnt_path: str, settings: PodSettings = ()
+        self,
+        key: str,
+        argv: list[str],
+        mnt_path: str,
+        settings: PodSettings = (),
+        node_uid: str | None = None,
     ) -> dict[str, Any]:
         """The FUSE pod of ``key`` as this manager creates it: the node's resources and priority with
-        what its StorageClass sets (``settings``)."""
+        what its StorageClass sets (``settings``), its Node as owner when ``node_uid`` is known."""
         return fuse_pod(
             self.node, key, argv, mnt_path, self.image, env=self.env, host_paths=self.host_paths,
             resources=pod_resources(self.resources, settings),
             priority_class=priority_class(self.priority_class, settings),
+            node_uid=node_uid,
         )  # fmt: skip
+
+    async def _owner_uid(self) -> str | None:
+        if self._node_uid is None:
+            try:
+                node = await http.get(await self._api(), NODES.object_path(None, self.node))
+            except http.ApiError as err:
+                node = None
+                log.warning(
+                    "cannot read Node %s (%s): FUSE pods are made without their Node as owner, and "
+                    "`kubectl drain` refuses them without --force; give the node service get on nodes",
+                    self.node,
+                    err,
+                )
+            self._node_uid = str(node["metadata"]["uid"]) if node else ""
+        return self._node_uid or None
+
+    async def _keep_from_eviction(self, key: str, pod: dict[str, Any]) -> None:
+        """The pod's budget (fusebudget.py), applied: a pod left from before gets it too. Not having it
+        costs only what a drain does to the FUSE, so a refusal is said and not raised."""
+        body = fuse_pod_budget(self.node, key, str(pod["metadata"]["uid"]))
+        path = POD_DISRUPTION_BUDGETS.object_path(names.FLUID_NAMESPACE, body["metadata"]["name"])
+        params = {"fieldManager": names.CSI_NODE_FIELD_MANAGER, "force": "true"}
+        try:
+            await http.request(
+                await self._api(), "PATCH", path, params=params, body=body, content_type=http.APPLY_PATCH
+            )
+        except http.ApiError as err:
+            log.warning(
+                "no disruption budget for FUSE pod %s (%s): a drain evicts it with the applications",
+                body["metadata"]["name"],
+                err,
+                extra={"mount_key": key},
+            )
 
     async def _launch(self, pod: FusePod) -> None:
         # Whatever is there but a serving FUSE (a dead one's remains, a stray bind) would hide the
@@ -175,7 +221,10 @@ class FusePodManager:
         if mounts.mounted_at(pod.mnt_path) and not await serving(self.threads, pod.key, pod.mnt_path):
             with contextlib.suppress(mounts.MountError):
                 mounts.unmount(pod.mnt_path, lazy=True)
-        await self._create(self.pod_body(pod.key, pod.argv, pod.mnt_path, pod.settings))
+        created = await self._create(
+            self.pod_body(pod.key, pod.argv, pod.mnt_path, pod.settings, await self._owner_uid())
+        )
+        await self._keep_from_eviction(pod.key, created)
         self.starts += 1
         deadline = time.monotonic() + self.start_timeout
         next_check = 0.0
@@ -198,14 +247,17 @@ class FusePodManager:
             await asyncio.sleep(0.05)
         log.info("started FUSE pod", extra={"mount_key": pod.key, "pod": pod.name, "mnt_path": pod.mnt_path})
 
-    async def _create(self, body: dict[str, Any]) -> None:
+    async def _create(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The pod as the server holds it: the one created, or one left from before that still runs."""
         api = await self._api()
         name = body["metadata"]["name"]
         path = PODS.object_path(names.FLUID_NAMESPACE, name)
         for _ in range(3):
             try:
-                await http.request(api, "POST", PODS.collection_path(names.FLUID_NAMESPACE), body=body)
-                return
+                created: dict[str, Any] = await http.request(
+                    api, "POST", PODS.collection_path(names.FLUID_NAMESPACE), body=body
+                )
+                return created
             except http.ApiError as err:
                 if err.code != 409:
                     raise FuseError(f"cannot create FUSE pod {names.FLUID_NAMESPACE}/{name}: {err}") from err
@@ -215,7 +267,7 @@ class FusePodManager:
                 and not existing["metadata"].get("deletionTimestamp")
                 and not _ended(existing)
             ):
-                return  # left by an earlier node service and still running: it is ours
+                return existing  # left by an earlier node service and still running: it is ours
             if existing is not None:
                 await self._delete(name)
         raise FuseError(f"FUSE pod {names.FLUID_NAMESPACE}/{name} keeps coming back; delete it and retry")

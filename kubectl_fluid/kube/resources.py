@@ -86,10 +86,10 @@ STATEFULSETS = Resource("apps", "v1", "statefulsets", "StatefulSet", True)
 DAEMONSETS = Resource("apps", "v1", "daemonsets", "DaemonSet", True)
 DEPLOYMENTS = Resource("apps", "v1", "deployments", "Deployment", True)
 REPLICASETS = Resource("apps", "v1", "replicasets", "ReplicaSet", True)
-STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
 JOBS = Resource("batch", "v1", "jobs", "Job", True)
 CRONJOBS = Resource("batch", "v1", "cronjobs", "CronJob", True)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
+POD_DISRUPTION_BUDGETS = Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True)
 MUTATING_WEBHOOK_CONFIGURATIONS = Resource(
     "admissionregistration.k8s.io",
     "v1",

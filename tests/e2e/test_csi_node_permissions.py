@@ -18,6 +18,7 @@ import pytest
 import yaml
 from kubernetes import client
 
+from csi.fuse.fusebudget import fuse_pod_budget
 from csi.fuse.fusepod import fuse_pod
 from kubectl_fluid.api import names
 from tests.e2e.fluid import MANIFESTS, kubectl, kubectl_binary, service_account_kubeconfig
@@ -27,6 +28,7 @@ pytestmark = pytest.mark.e2e
 
 SYSTEM = names.FLUID_NAMESPACE
 POLICY = MANIFESTS / "csi" / "fuse-pod-policy.yaml"
+BUDGET_POLICY = MANIFESTS / "csi" / "fuse-budget-policy.yaml"
 KEY = "0123456789abcdef" * (names.MOUNT_KEY_LENGTH // 16)
 
 # account -> what it must never be allowed: (verb, resource, namespace or "" for cluster scope).
@@ -102,9 +104,11 @@ def test_no_product_account_can_do_what_it_must_not(fluid: Path) -> None:
 def policy(fluid: Path) -> Iterator[None]:
     """The FUSE pod policy, installed for this module's tests only (other modules' CSI node
     processes create FUSE pods with tokens bound to no pod)."""
-    kubectl(fluid, "apply", "-f", str(POLICY))
+    for path in (POLICY, BUDGET_POLICY):
+        kubectl(fluid, "apply", "-f", str(path))
     yield
-    kubectl(fluid, "delete", "-f", str(POLICY), "--ignore-not-found")
+    for path in (POLICY, BUDGET_POLICY):
+        kubectl(fluid, "delete", "-f", str(path), "--ignore-not-found")
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +135,12 @@ def node_tokens(
 
         def enforced() -> bool:
             refused = create(bound, changed(fuse_pod_of(node), "host-root"))
-            return refused.returncode != 0 and "fluid-csi-node-fuse-pods" in refused.stderr
+            budget = create(bound, budget_changed(fuse_pod_budget(node, KEY, "0"), "other-node"))
+            return (
+                refused.returncode != 0
+                and "fluid-csi-node-fuse-pods" in refused.stderr
+                and "fluid-csi-node-fuse-budgets" in budget.stderr
+            )
 
         # The API server takes a policy up a moment after it is created (its admission plugin's
         # informer): seen as the first two cases admitted right after the apply.
@@ -148,11 +157,11 @@ def policy_variable(name: str) -> str:
     return str(yaml.safe_load(expression))
 
 
-def fuse_pod_of(node: str) -> dict[str, Any]:
-    """The pod the node service sends, with the install's image and program."""
+def fuse_pod_of(node: str, node_uid: str | None = "0a1b") -> dict[str, Any]:
+    """The pod the node service sends, with the install's image and program, its Node as owner."""
     mnt = names.fuse_mount_path(KEY)
     argv = [policy_variable("program"), "--master-addrs", "m:8995", "--fs-path", "/", "--mnt-path", mnt]
-    return fuse_pod(node, KEY, argv, mnt, policy_variable("image"))
+    return fuse_pod(node, KEY, argv, mnt, policy_variable("image"), node_uid=node_uid)
 
 
 def create(kubeconfig: Path, pod: dict[str, Any]) -> subprocess.CompletedProcess[str]:
@@ -191,6 +200,12 @@ def changed(pod: dict[str, Any], how: str) -> dict[str, Any]:
         spec["initContainers"] = [dict(container, name="init")]
     elif how == "second-container":
         spec["containers"].append(dict(container, name="second"))
+    elif how == "other-owner":
+        pod["metadata"]["ownerReferences"][0]["name"] = "some-other-node"
+    elif how == "owner-kind":
+        pod["metadata"]["ownerReferences"][0].update(
+            apiVersion="apps/v1", kind="DaemonSet", name="fluid-csi-node"
+        )
     return pod
 
 
@@ -205,6 +220,8 @@ def changed(pod: dict[str, Any], how: str) -> dict[str, Any]:
         ("host-pid", "no host PID or IPC"),
         ("init-container", "no init or ephemeral containers"),
         ("second-container", "one container"),
+        ("other-owner", "only owner is its own Node"),
+        ("owner-kind", "only owner is its own Node"),
     ],
 )
 def test_a_nodes_token_creates_nothing_else(node_tokens: tuple[str, Path, Path], how: str, says: str) -> None:
@@ -213,6 +230,37 @@ def test_a_nodes_token_creates_nothing_else(node_tokens: tuple[str, Path, Path],
     assert done.returncode != 0, f"admitted a FUSE pod changed by {how}"
     assert "fluid-csi-node-fuse-pods" in done.stderr, done.stderr
     assert says in done.stderr, done.stderr
+
+
+def test_a_nodes_token_creates_its_fuse_pods_budget(node_tokens: tuple[str, Path, Path]) -> None:
+    node, bound, _ = node_tokens
+    done = create(bound, fuse_pod_budget(node, KEY, "0a1b"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().startswith("poddisruptionbudget")
+
+
+def budget_changed(budget: dict[str, Any], how: str) -> dict[str, Any]:
+    selector = budget["spec"]["selector"]
+    if how == "other-node":
+        selector["matchLabels"][names.LABEL_NODE] = "some-other-node"
+    elif how == "other-pods":
+        selector["matchLabels"] = {"app.kubernetes.io/name": "fluid-controller"}
+    elif how == "more-pods":
+        del selector["matchLabels"][names.LABEL_MOUNT_KEY]
+    elif how == "expressions":
+        selector["matchExpressions"] = [{"key": "app", "operator": "Exists"}]
+    return budget
+
+
+@pytest.mark.parametrize("how", ["other-node", "other-pods", "more-pods", "expressions"])
+def test_a_nodes_token_shields_no_other_pod_with_a_budget(
+    node_tokens: tuple[str, Path, Path], how: str
+) -> None:
+    node, bound, _ = node_tokens
+    done = create(bound, budget_changed(fuse_pod_budget(node, KEY, "0a1b"), how))
+    assert done.returncode != 0, f"admitted a FUSE pod budget changed by {how}"
+    assert "fluid-csi-node-fuse-budgets" in done.stderr, done.stderr
+    assert "selects by its labels the FUSE pods of the creating node" in done.stderr, done.stderr
 
 
 def test_a_token_bound_to_no_pod_names_no_node_and_creates_nothing(

@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from csi.fuse.fusebudget import fuse_pod_budget
 from csi.fuse.fusepod import fuse_pod
 from kubectl_fluid.api import names
 
@@ -84,3 +87,28 @@ def test_fuse_runs_as_root_whatever_the_images_user() -> None:
     context = container["securityContext"]
     assert context["privileged"] is True
     assert (context["runAsUser"], context["runAsGroup"], context["runAsNonRoot"]) == (0, 0, False)
+
+
+def test_the_pods_node_is_its_controller_so_drain_takes_it_and_it_goes_with_the_node() -> None:
+    assert "ownerReferences" not in fuse_pod(NODE, KEY, ARGV, MNT, "img:1")["metadata"]
+    [owner] = fuse_pod(NODE, KEY, ARGV, MNT, "img:1", node_uid="u-1")["metadata"]["ownerReferences"]
+    assert owner == {"apiVersion": "v1", "kind": "Node", "name": NODE, "uid": "u-1", "controller": True}
+    # blockOwnerDeletion would need the right to set finalizers on Nodes.
+    assert "blockOwnerDeletion" not in owner
+
+
+@given(
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-.", min_size=1, max_size=80),
+    st.text(min_size=32, max_size=32, alphabet="0123456789abcdef"),
+)
+def test_a_fuse_pods_budget_selects_that_pod_alone_and_goes_with_it(node: str, key: str) -> None:
+    pod = fuse_pod(node, key, ARGV, MNT, "img:1")
+    budget = fuse_pod_budget(node, key, "pod-uid")
+    assert budget["metadata"]["name"] == pod["metadata"]["name"]
+    assert budget["metadata"]["namespace"] == pod["metadata"]["namespace"]
+    # Exactly the pod's own labels: the node's other keys' pods and every other pod stay out of it.
+    assert budget["spec"]["selector"] == {"matchLabels": pod["metadata"]["labels"]}
+    assert budget["spec"]["minAvailable"] == 1
+    assert budget["metadata"]["ownerReferences"] == [
+        {"apiVersion": "v1", "kind": "Pod", "name": pod["metadata"]["name"], "uid": "pod-uid"}
+    ]

@@ -638,7 +638,9 @@ EXPECTED_CSI_NODE_CLUSTER_GRANTS = {
     ("", "events", "create", ()),
 }
 EXPECTED_CSI_NODE_NAMESPACE_GRANTS = {
-    ("", "pods", v, ()) for v in ("get", "list", "watch", "create", "delete")
+    *(("", "pods", v, ()) for v in ("get", "list", "watch", "create", "delete")),
+    # Each FUSE pod's budget (csi/fuse/fusebudget.py), applied; it goes with its pod (no delete).
+    *(("policy", "poddisruptionbudgets", v, ()) for v in ("get", "create", "patch")),
 }
 
 
