@@ -22,9 +22,12 @@ The parts, one a module, each importing only those above it:
     controlplane  etcd, kube-apiserver, kube-controller-manager, kube-scheduler (and kwok)
     serviceproxy  a process per cluster with real nodes: its ClusterIP Services as iptables rules
                   (servicerules, pure), in place of kube-proxy, which cannot be kept to one cluster
+    cgroups       each real node's cgroup root: made, emptied (what a container left) and removed
+    podnetwork    the real nodes' pods routed to each other through this host, and nowhere else
     realnodes     real kubelet nodes (containerd, runc, CoreDNS); nodeview sets up their mount view
+    nodeloss      a real node's kubelet and containerd killed -9, and started again
     lifecycle     up, down, status, running: the control plane and real nodes composed
-    userscluster  make demo's cluster: no kwok node, one untainted real node, the product's images
+    userscluster  make demo's cluster: no kwok node, N untainted real nodes (3), the product's images
     product       the product as local processes (make up --fluid); needs the venv
     peers/        the product's peers as local processes (Curvine); needs the venv
     kubeletstandin, kubelet_volumes   kubelet's CSI calls for pods on kwok nodes (a process of its own)

@@ -321,10 +321,13 @@ def test_down_leaves_no_container_shim_mount_bridge_rule_cgroup_or_netns(
         )
         rules = rules_naming(node.bridge)
         chain = realnodes.chain(node)
-        # Each chain entered from its hook by the bridge's packets: the Service's DNAT, the loopback guard.
+        # Each chain entered from its hook by the bridge's packets: the Service's DNAT, the loopback guard,
+        # what the node's pods may send through the host (podnetwork.py).
         assert f"nat: -A PREROUTING -i {node.bridge} -j {chain}" in rules, rules
         assert f"raw: -A PREROUTING -i {node.bridge} -j {chain}" in rules, rules
-        assert len(rules) == 6, rules  # the two chains, their jumps and one rule in each
+        assert f"filter: -A FORWARD -i {node.bridge} -j {chain}" in rules, rules
+        # The three chains and their jumps; one rule in the nat and raw ones, two in the filter one.
+        assert len(rules) == 10, rules
         # `make up` again over the running node puts its rules back as they were, none twice.
         realnodes.ensure(cluster, 1)
         assert rules_naming(node.bridge) == rules
