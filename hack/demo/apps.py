@@ -71,3 +71,18 @@ def master_metrics(host: str, port: int = MASTER_METRICS_PORT, timeout: float = 
     for name, value in re.findall(r"^([a-z_]+)(?:\{[^}]*\})? (\S+)$", text, re.M):
         out[name] = out.get(name, 0.0) + float(value)
     return out
+
+
+def curvine_claim(name: str, namespace: str) -> dict[str, Any]:
+    """A ReadWriteMany claim of the sample ``curvine`` StorageClass (manifests/samples): a directory
+    in the sample Curvine cluster, shared by pods on every node."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "storageClassName": "curvine",
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }

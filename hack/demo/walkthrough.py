@@ -45,7 +45,7 @@ from typing import Any, TypeVar
 import yaml
 
 import localcluster
-from demo.apps import APP, CONFIG_MAP, app_deployment, master_metrics, sourced
+from demo.apps import APP, CONFIG_MAP, app_deployment, curvine_claim, master_metrics, sourced
 from kubectl_fluid.api import names
 from localcluster import realnodes as realnode
 
@@ -445,16 +445,7 @@ def left_running(k: Cluster, busybox: str, text: str) -> None:
 
 
 def claim() -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": CLAIM, "namespace": NS},
-        "spec": {
-            "accessModes": ["ReadWriteMany"],
-            "storageClassName": "curvine",
-            "resources": {"requests": {"storage": "1Gi"}},
-        },
-    }
+    return curvine_claim(CLAIM, NS)
 
 
 def recovery(k: Cluster, text: str, placed: dict[str, str]) -> None:

@@ -9,6 +9,12 @@ deployed with ``kubectl apply -k manifests/`` from its image, as users run it.
 - FUSE: one ReadWriteMany claim of the sample StorageClass, served by the sample Curvine cluster's
   pods, used by pods on two nodes: one FUSE mount per node, each with its own pods; a file written on
   one node is read on the other; deleting one node's pods stops only that node's FUSE.
+- Node loss: a node's kubelet and containerd killed -9 (hack/localcluster/nodeloss.py); the Node goes
+  NotReady, the controller marks its FuseMounts Unknown and ``kubectl fluid mounts`` says so, the other
+  nodes read through their own FUSE and talk to Mooncake; started again, the node is Ready, its
+  FuseMounts Ready again, its pod reads on without a restart.
+- ``kubectl drain`` of a node with an app on a FUSE volume: the app is evicted, the FUSE pod's eviction
+  refused by its budget until the last unstage stops it, the drain completes, nothing is left mounted.
 
 A cluster of its own (tests/e2e/users_cluster.py, three nodes). Skipped, saying why, where a real node
 cannot run or the images cannot be built."""
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,10 +34,10 @@ from typing import Any
 import pytest
 
 import localcluster
-from demo.apps import APP, CONFIG_MAP, app_deployment, master_metrics, sourced
+from demo.apps import APP, CONFIG_MAP, app_deployment, curvine_claim, master_metrics, sourced
 from kubectl_fluid.api import names
-from localcluster import podnetwork, realnodes
-from tests.e2e.fluid import MANIFESTS, kubectl
+from localcluster import nodeloss, podnetwork, realnodes
+from tests.e2e.fluid import MANIFESTS, kubectl, kubectl_binary
 from tests.e2e.test_cli_inject import kubectl_fluid, ok
 from tests.e2e.test_real_node_product import ready
 from tests.e2e.users_cluster import users_cluster, why_no_users_cluster
@@ -201,18 +208,18 @@ def test_pods_on_different_nodes_reach_each_other_by_ip_and_by_headless_dns(bed:
         listed = kubectl_rules(podnetwork.chain(rules))
         assert f"-d {podnetwork.pod_range(rules)}" in listed, listed
         assert listed.rstrip().endswith("-j DROP"), listed
+    # Bare pods: a drain (below) takes none without --force.
+    kubectl(bed.kc, "-n", NS, "delete", "pod", "web-0", "web-1", "web-2", "--wait=false")
 
 
 def kubectl_rules(chain: str) -> str:
-    import subprocess
-
     out = subprocess.run(["iptables", "-w", "5", "-S", chain], capture_output=True, text=True, check=True)
     return out.stdout
 
 
 def spread_dataset() -> list[dict[str, Any]]:
     """The mooncake sample's Dataset with Exclusive placement whose workers keep off the first node,
-    and a runtime whose master is on that node and asks for three workers."""
+    and a runtime whose master is on that node, with two workers."""
     hostname = names.LABEL_HOSTNAME
     dataset = {
         "apiVersion": "data.fluid.io/v1alpha1",
@@ -239,7 +246,7 @@ def spread_dataset() -> list[dict[str, Any]]:
             "runtimeClassName": "mooncake",
             "master": {"replicas": 1, "nodeSelector": {hostname: NODES[0]}},
             "worker": {
-                "replicas": 3,
+                "replicas": 2,
                 "tieredStore": {
                     "levels": [{"processMemory": {"quota": "1Gi"}, "high": "0.95", "low": "0.7"}]
                 },
@@ -247,6 +254,11 @@ def spread_dataset() -> list[dict[str, Any]]:
         },
     }
     return [dataset, runtime]
+
+
+def replicas(bed: Bed, workers: int) -> None:
+    patch = json.dumps({"spec": {"worker": {"replicas": workers}}})
+    kubectl(bed.kc, "-n", NS, "patch", "cacheruntime", DS, "--type=merge", "-p", patch)
 
 
 def workers(bed: Bed) -> list[dict[str, Any]]:
@@ -264,38 +276,32 @@ def test_mooncake_master_on_one_node_a_worker_on_each_other_and_apps_put_and_get
     master = eventually(partial(running, bed, f"{DS}-master-0"), "the master Running", timeout=180)
     assert master["spec"]["nodeName"] == NODES[0]
 
-    def two_running_one_refused() -> list[dict[str, Any]] | None:
-        pods = workers(bed)
-        up = [p for p in pods if ready(p)]
-        return pods if len(pods) == 3 and len(up) == 2 else None
-
-    pods = eventually(two_running_one_refused, "two workers Running, the third Pending", timeout=180)
-    placed = sorted(p["spec"]["nodeName"] for p in pods if ready(p))
-    assert placed == NODES[1:], placed
-    [pending] = [p["metadata"]["name"] for p in pods if not ready(p)]
-    events = kubectl(bed.kc, "-n", NS, "get", "events", "--field-selector", f"involvedObject.name={pending}")
-    assert "didn't match pod anti-affinity rules" in events, events
-    # Back to what the nodes hold: two workers.
-    kubectl(
-        bed.kc,
-        "-n",
-        NS,
-        "patch",
-        "cacheruntime",
-        DS,
-        "--type=merge",
-        "-p",
-        '{"spec":{"worker":{"replicas":2}}}',
-    )
     master_ip = str(master["status"]["podIP"])
     eventually(
         lambda: (
-            len([p for p in workers(bed) if ready(p)]) == 2
+            sorted(p["spec"]["nodeName"] for p in workers(bed) if ready(p)) == NODES[1:]
             and master_metrics(master_ip).get("segment_total_capacity_bytes") == 2 << 30
         ),
-        "two 1 GiB segments, one per worker node, mounted at the master",
+        "a worker on each of the two other nodes, their 1 GiB segments mounted at the master",
         timeout=180,
     )
+    # A third worker finds no node: the Dataset keeps workers off the master's node, Exclusive
+    # placement keeps two off one node. Asked for by scaling up, so no serving worker is deleted (a
+    # deleted one's segment stays at the master until its lease ends, and a put there times out).
+    replicas(bed, 3)
+
+    def third_refused() -> str | None:
+        pending = [p["metadata"]["name"] for p in workers(bed) if p["status"].get("phase") == "Pending"]
+        if len(pending) != 1:
+            return None
+        events = kubectl(
+            bed.kc, "-n", NS, "get", "events", "--field-selector", f"involvedObject.name={pending[0]}"
+        )
+        return events if "didn't match pod anti-affinity rules" in events else None
+
+    eventually(third_refused, "the third worker Pending: no node for it", timeout=60)
+    replicas(bed, 2)
+    eventually(lambda: len(workers(bed)) == 2, "back to two workers", timeout=60)
     nodes_of = sorted(p["spec"]["nodeName"] for p in workers(bed))
     assert nodes_of == NODES[1:], nodes_of
 
@@ -379,16 +385,7 @@ def targets(mount: dict[str, Any]) -> int:
 
 def test_one_rwx_claim_on_two_nodes_is_one_fuse_per_node_and_a_file_crosses(bed: Bed) -> None:
     curvine_up(bed)
-    claim = {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {"name": CLAIM, "namespace": NS},
-        "spec": {
-            "accessModes": ["ReadWriteMany"],
-            "storageClassName": "curvine",
-            "resources": {"requests": {"storage": "1Gi"}},
-        },
-    }
+    claim = curvine_claim(CLAIM, NS)
     t0 = time.monotonic()
     apply(bed, claim, volume_pod("a1", NODES[1]), volume_pod("a2", NODES[1]), volume_pod("b1", NODES[2]))
     for name in ("a1", "a2", "b1"):
@@ -429,6 +426,129 @@ def test_deleting_one_nodes_pods_stops_only_that_nodes_fuse(bed: Bed) -> None:
     key = fusemounts(bed)[NODES[2]]["spec"]["mountKey"]
     left = [p for p in realnodes.namespace_mounts(bed.cluster, node) if key in p]
     assert left == [], left
+
+
+def node_ready(bed: Bed, name: str) -> str:
+    conditions = kget(bed, "node", name)["status"].get("conditions", [])
+    return next((c["status"] for c in conditions if c["type"] == "Ready"), "")
+
+
+def phase(bed: Bed, node: str) -> str | None:
+    mount = fusemounts(bed).get(node)
+    return mount.get("status", {}).get("phase") if mount else None
+
+
+def test_a_lost_node_goes_notready_its_fuse_mounts_unknown_the_others_read_on_and_it_comes_back(
+    bed: Bed,
+) -> None:
+    lost = bed.node(NODES[1])
+    apply(bed, volume_pod("c1", NODES[1]))
+    eventually(partial(running, bed, "c1"), "c1 Running with the claim", timeout=120)
+    eventually(lambda: phase(bed, NODES[1]) == "Ready", f"{NODES[1]}'s FuseMount Ready", timeout=60)
+
+    t0 = time.monotonic()
+    nodeloss.lose(bed.cluster, lost)
+    eventually(lambda: node_ready(bed, NODES[1]) != "True", f"{NODES[1]} NotReady", timeout=120, interval=1)
+    bed.figures["node lost (kubelet, containerd killed -9) → Node NotReady"] = (
+        f"{time.monotonic() - t0:.0f} s"
+    )
+    mount = eventually(
+        lambda: (m := fusemounts(bed).get(NODES[1])) and m["status"].get("phase") == "Unknown" and m,
+        f"{NODES[1]}'s FuseMount Unknown",
+        timeout=60,
+        interval=0.5,
+    )
+    bed.figures["node lost → its FuseMounts Unknown"] = f"{time.monotonic() - t0:.0f} s"
+    assert NODES[1] in mount["status"]["reason"], mount["status"]
+    table = ok(kubectl_fluid(bed.kc, "mounts"))
+    [row] = [line for line in table.splitlines() if NODES[1] in line]
+    assert "Unknown" in row, table
+    assert phase(bed, NODES[2]) == "Ready", table
+
+    # The other nodes carry on: through their own FUSE, and with Mooncake.
+    assert sh(bed, "b1", "cat /data/crossing.txt").startswith("written on")
+    app = sorted(
+        p["metadata"]["name"] for p in kget(bed, "-n", NS, "pods", "-l", "app=app")["items"] if ready(p)
+    )
+    value = f"put while {NODES[1]} is lost"
+    sh(bed, app[0], sourced(DS, f"python /app/mooncake_app.py put after-loss '{value}'"), container="app")
+    assert (
+        sh(bed, app[-1], sourced(DS, "python /app/mooncake_app.py get after-loss"), container="app")
+        == value + "\n"
+    )
+
+    t1 = time.monotonic()
+    seconds = nodeloss.revive(bed.cluster, lost)
+    bed.figures["node back: kubelet and containerd started → Node Ready"] = f"{seconds:.1f} s"
+    eventually(lambda: phase(bed, NODES[1]) == "Ready", f"{NODES[1]}'s FuseMount Ready again", timeout=120)
+    bed.figures["node back → its FuseMounts Ready again"] = f"{time.monotonic() - t1:.1f} s"
+    # Its pod was never restarted, and reads through the same FUSE (exec answers once the new kubelet
+    # has taken its pods up again: "pod does not exist" until then).
+    read = eventually(
+        lambda: sh(bed, "c1", "cat /data/crossing.txt"), "c1 read through kubectl exec", timeout=60
+    )
+    assert read.startswith("written on"), read
+    pod = running(bed, "c1")
+    assert pod["status"]["containerStatuses"][0]["restartCount"] == 0
+
+
+def test_drain_evicts_the_apps_waits_for_the_last_unstage_to_stop_the_fuse_and_leaves_nothing_mounted(
+    bed: Bed,
+) -> None:
+    # Not the node of the sample Curvine's master: drained with the rest, its move would stall every
+    # FUSE call on its address until curvine-fuse's RPC timeout (README, the CSI driver), and that
+    # would be the figure.
+    master = kget(bed, "-n", NS, "pod", "curvine-master-0")["spec"]["nodeName"]
+    drained = next(n for n in NODES[1:] if n != master)
+    # An app of a Deployment on the node (drain takes no bare pod without --force), then the bare pods
+    # there go: the node's FUSE serves the Deployment's pod alone.
+    app = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "reader", "namespace": NS},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "reader"}},
+            "template": {"metadata": {"labels": {"app": "reader"}}, "spec": volume_pod("x", drained)["spec"]},
+        },
+    }
+    apply(bed, app)
+    kubectl(bed.kc, "-n", NS, "rollout", "status", "deployment/reader", "--timeout=120s")
+    bare = [n for n in ("b1", "c1") if kget(bed, "-n", NS, "pod", n)["spec"]["nodeName"] == drained]
+    kubectl(bed.kc, "-n", NS, "delete", "pod", *bare, "--wait=true")
+    fuse = fuse_pods(bed)[drained]
+    key = fusemounts(bed)[drained]["spec"]["mountKey"]
+    owner = kget(bed, "-n", SYSTEM, "pod", fuse)["metadata"]["ownerReferences"]
+    assert [(o["kind"], o["name"], o.get("controller")) for o in owner] == [("Node", drained, True)]
+    budget = kget(bed, "-n", SYSTEM, "pdb", fuse)
+    assert budget["spec"]["minAvailable"] == 1
+
+    t0 = time.monotonic()
+    done = kubectl_run(
+        bed, "drain", drained, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=240s"
+    )
+    seconds = time.monotonic() - t0
+    assert done.returncode == 0, done.stderr
+    bed.figures["kubectl drain of a node with an app on a FUSE volume"] = f"{seconds:.1f} s"
+    print(done.stdout, done.stderr)
+    # The FUSE pod's eviction was refused while the app still used the volume, and retried.
+    assert f"pod/{fuse}" in done.stdout + done.stderr
+    assert "disruption budget" in done.stderr, done.stderr
+    assert drained not in fuse_pods(bed)
+    assert drained not in fusemounts(bed)
+    left = [p for p in realnodes.namespace_mounts(bed.cluster, bed.node(drained)) if key in p]
+    assert left == [], left
+    kubectl(bed.kc, "uncordon", drained)
+
+
+def kubectl_run(bed: Bed, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [kubectl_binary(), f"--kubeconfig={bed.kc}", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 def test_zz_figures(bed: Bed) -> None:
