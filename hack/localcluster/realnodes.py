@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import ipaddress
 import json
 import os
@@ -160,7 +159,7 @@ class RealNode:
 def plan(state_dir: Path, index: int, ports: dict[str, int], node_ip: str, tainted: bool = True) -> RealNode:
     """A node's private names, derived from the state dir so that two clusters side by side never
     share a bridge, a subnet or a cgroup: ``kf`` + 6 hex digits + the index (Linux allows 15)."""
-    tag = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:6]
+    tag = state.cluster_tag(state_dir)
     name = f"{NAME_PREFIX}{index}"
     return RealNode(
         name=name,

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import os
 import shutil
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from localcluster import servicerules, state
-from localcluster.state import Cluster, log
+from localcluster.state import Cluster, cluster_tag, log
 
 PROC = "serviceproxy"
 RESOURCES = {
@@ -55,11 +54,6 @@ START_TIMEOUT = 30.0
 
 
 # ---------------------------------------------------------------- names (shared with realnodes.plan)
-
-
-def cluster_tag(state_dir: Path) -> str:
-    """The 6 hex digits in the cluster's bridges' names (realnodes.plan derives them the same way)."""
-    return hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:6]
 
 
 # ---------------------------------------------------------------- the API server, through a kubeconfig

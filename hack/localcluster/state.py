@@ -8,6 +8,7 @@ Standard library only: ``down`` and ``status`` run on the system python3.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -249,3 +250,9 @@ def locked(state_dir: Path) -> Iterator[None]:
     with open(state_dir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+
+
+def cluster_tag(state_dir: Path) -> str:
+    """6 hex digits of the state dir's path: the names a cluster owns on this host (its real nodes'
+    bridges, folders, cgroups and iptables chains) carry them, so two clusters never share one."""
+    return hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:6]

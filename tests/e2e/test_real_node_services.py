@@ -27,6 +27,7 @@ from kubernetes import client, config
 
 import localcluster
 from localcluster import realnodes, serviceproxy, servicerules
+from localcluster.state import cluster_tag
 from tests.e2e.fluid import kubectl
 from tests.e2e.test_real_node import why_no_real_node
 from tests.e2e.wait import eventually
@@ -75,7 +76,7 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
         pytest.skip(reason)
     state = tmp_path_factory.mktemp("services")
     cluster = localcluster.up(state, 0, None)
-    tag = serviceproxy.cluster_tag(state)
+    tag = cluster_tag(state)
     try:
         t0 = time.monotonic()
         nodes = realnodes.ensure(cluster, NODES)

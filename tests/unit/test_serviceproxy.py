@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from localcluster import realnodes, serviceproxy
+from localcluster import realnodes, serviceproxy, state
 
 
 def event(kind: str, name: str, version: str, **extra: Any) -> dict[str, Any]:
@@ -55,4 +55,4 @@ def test_a_watch_error_ends_the_stream_so_that_the_resource_is_listed_again() ->
 
 def test_the_proxys_tag_is_the_one_in_the_clusters_bridge_names(tmp_path: Path) -> None:
     node = realnodes.plan(tmp_path / "state", 3, {"kubelet": 1, "healthz": 2}, "192.0.2.2")
-    assert node.bridge == f"kf{serviceproxy.cluster_tag(tmp_path / 'state')}3"
+    assert node.bridge == f"kf{state.cluster_tag(tmp_path / 'state')}3"
