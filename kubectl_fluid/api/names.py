@@ -354,8 +354,13 @@ def secret_volume(secret: str) -> str:
     return f"{SECRET_VOLUME_PREFIX}{secret.replace('.', '-')[:keep]}{digest}"
 
 
+# Where runtimes' client pods mount their FUSE on the host (upstream's), seen by the CSI node service.
+RUNTIME_MOUNT_ROOT: Final = "/runtime-mnt"
+
+
 def target_path(namespace: str, dataset: str) -> str:
-    return f"/runtime-mnt/cache/{namespace}/{dataset}/cache-fuse"
+    """A CacheRuntime client's FUSE mount on the host: its hostPath, and its PV's ``fluid_path``."""
+    return f"{RUNTIME_MOUNT_ROOT}/cache/{namespace}/{dataset}/cache-fuse"
 
 
 def empty_dir_tier_mount_path(level: int) -> str:
