@@ -58,16 +58,24 @@ def pod_uids(fm: Mapping[str, Any]) -> list[str]:
     return uids
 
 
-def program_cell(spec: Mapping[str, Any]) -> str | None:
+def program_cell(spec: Mapping[str, Any], status: Mapping[str, Any] | None = None) -> str | None:
     """The FUSE program's short name, marked when it is the test bed's stand-in; None for objects
-    of a node service older than the field."""
+    of a node service older than the field. Mode client: the runtime's client pod that serves it."""
     from kubectl_fluid.api import names
 
+    if spec.get("mode") == names.CLIENT_MODE:
+        pod = (status or {}).get("podName")
+        return f"client pod {pod}" if pod else "client pod"
     program = spec.get("program")
     if not program:
         return None
     short = names.fuse_program_name(str(program))
     return f"{short}(stand-in)" if names.is_fuse_standin(str(program)) else short
+
+
+def _client_of(spec: Mapping[str, Any]) -> str | None:
+    dataset = spec.get("dataset") or {}
+    return f"(client of {dataset.get('namespace')}/{dataset.get('name')})" if dataset else None
 
 
 def standin_nodes(items: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -102,7 +110,8 @@ def row(
     cells = [
         cell(spec.get("nodeName")),
         cell(short_key(str(spec.get("mountKey") or ""))),
-        cell(spec.get("masterAddrs")),
+        # Mode client: the client reads its masters from the runtime config; the Dataset is named.
+        cell(spec.get("masterAddrs") or _client_of(spec)),
         cell(spec.get("fsPath")),
         cell(spec.get("mode")),
         str(int(status.get("refCount") or 0)),
@@ -114,7 +123,7 @@ def row(
         targets = sum(len(v.get("targets") or []) for v in volumes)
         names_by_uid = pods or {}
         cells += [
-            cell(program_cell(spec)),
+            cell(program_cell(spec, status)),
             cell(",".join(str(v.get("volumeID", "")) for v in volumes)),
             str(targets),
             cell(",".join(names_by_uid.get(uid, uid) for uid in pod_uids(fm))),
