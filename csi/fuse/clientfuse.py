@@ -108,10 +108,11 @@ class ClientFuse:
         self._watch(key, mnt_path, identity(mount))
         return True
 
-    async def detach(self, key: str, namespace: str, name: str) -> bool:
-        """Stop watching; remove the label as the cleanPolicy says. Whether it was removed."""
+    async def detach(self, key: str, namespace: str, name: str, *, unlabel: bool = True) -> bool:
+        """Stop watching; remove the label as the cleanPolicy says (unless ``unlabel`` is False: a
+        stage that failed). Whether it was removed."""
         self._watched.pop(key, None)
-        if self.api is None:
+        if self.api is None or not unlabel:
             return False
         runtime = await self.api.runtime(namespace, name)
         if not clears_label(clean_policy_of(runtime), runtime is not None):

@@ -595,13 +595,15 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         new, _, last = st.unstage(self.state, volume_id, now=st.timestamp())
         self._save(new)
         if last:
-            await self._stop_key(key)
+            # A client that did not mount in time keeps its label: kubelet asks again, and a label
+            # taken off at each failure would delete the client pod before it could ever start.
+            await self._stop_key(key, unlabel=False)
 
-    async def _stop_key(self, key: str) -> None:
+    async def _stop_key(self, key: str, *, unlabel: bool = True) -> None:
         entry = self.state.mounts.get(key)
         if entry is not None and entry.client is not None:
             # The mount is the client's: never unmounted here. The label goes as its cleanPolicy says.
-            await self.clients.detach(key, entry.client.namespace, entry.client.name)
+            await self.clients.detach(key, entry.client.namespace, entry.client.name, unlabel=unlabel)
             await self.calls.host(
                 key, "removing its sources", _remove_empty_sources, fuse_mount_dir(self.mount_root, key)
             )

@@ -224,10 +224,10 @@ def test_the_runtimes_client_serves_a_datasets_pv_shared_rebound_and_unlabelled(
     assert runtime_client.mounted() is not None  # the client's own: left alone
 
 
-def test_on_runtime_deleted_keeps_the_label_and_a_missing_client_is_failed_precondition(
+def test_a_missing_client_is_failed_precondition_and_on_runtime_deleted_keeps_the_label(
     core: client.CoreV1Api, k8s: client.ApiClient, namespace: str, csi_node: CsiNode, runtime_client: Client
 ) -> None:
-    cache_runtime(k8s, namespace, names.CLEAN_POLICY_ON_RUNTIME_DELETED)
+    cache_runtime(k8s, namespace, names.CLEAN_POLICY_ON_DEMAND)
     client_pod(core, namespace, csi_node.name)
     context = context_of(namespace, runtime_client.fluid_path)
     staging, target = csi_node.root / "staging", csi_node.kubelet_root / "pods" / "a"
@@ -237,10 +237,15 @@ def test_on_runtime_deleted_keeps_the_label_and_a_missing_client_is_failed_preco
     assert error.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert f"not mounted at {runtime_client.fluid_path} on this node after {WAIT:.0f} s" in error.details()
     assert "client pod ds-client-x is" in error.details()
+    # Even under OnDemand: taken off at each failure, the label would end the client before it starts.
     assert labelled(core, csi_node.name, namespace)
 
     runtime_client.start()
     stage_and_publish(csi_node.socket, "pv-ds", staging, target, context)
+    patch = {"spec": {"client": {"cleanPolicy": names.CLEAN_POLICY_ON_RUNTIME_DELETED}}}
+    client.CustomObjectsApi(k8s).patch_namespaced_custom_object(
+        names.GROUP, names.VERSION, namespace, "cacheruntimes", "ds", patch
+    )
     unpublish_and_unstage(csi_node.socket, "pv-ds", staging, target)
     assert labelled(core, csi_node.name, namespace)  # OnRuntimeDeleted: for the runtime's life
     assert csi_node.mounts() == []

@@ -245,3 +245,10 @@ def test_the_watcher_tells_a_new_client_mount_once() -> None:
     assert runner.check([fuse_at(FLUID_PATH, 40, "0:51")]) == [VOLUME.key]
     assert runner.check([fuse_at(FLUID_PATH, 40, "0:51")]) == []
     assert told == [VOLUME.key]
+
+
+def test_a_failed_stage_keeps_the_label_even_under_on_demand() -> None:
+    # Taken off at each failure, the label would delete a slow client (an image pull) before it starts.
+    api = FakeApi(runtime("OnDemand"))
+    assert asyncio.run(ClientFuse(api).detach("k", "team", "ds", unlabel=False)) is False
+    assert api.labels == []
