@@ -65,7 +65,7 @@ def program_cell(spec: Mapping[str, Any], status: Mapping[str, Any] | None = Non
 
     if spec.get("mode") == names.CLIENT_MODE:
         pod = (status or {}).get("podName")
-        return f"client pod {pod}" if pod else "client pod"
+        return f"client-pod:{pod}" if pod else "client-pod"
     program = spec.get("program")
     if not program:
         return None
@@ -75,7 +75,7 @@ def program_cell(spec: Mapping[str, Any], status: Mapping[str, Any] | None = Non
 
 def _client_of(spec: Mapping[str, Any]) -> str | None:
     dataset = spec.get("dataset") or {}
-    return f"(client of {dataset.get('namespace')}/{dataset.get('name')})" if dataset else None
+    return f"client:{dataset.get('namespace')}/{dataset.get('name')}" if dataset else None
 
 
 def standin_nodes(items: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -28,6 +28,7 @@ from kubernetes import client
 from csi.fuse import mounts
 from csi.fuse.clientfuse import Identity, client_mount, identity
 from csi.model.clientvolume import client_mount_key
+from csi.proto import csi_pb2, csi_pb2_grpc
 from kubectl_fluid.api import names
 from tests.e2e.csi import CsiNode, node_object
 from tests.e2e.csicalls import stage_and_publish, unpublish_and_unstage
@@ -215,8 +216,10 @@ def test_the_runtimes_client_serves_a_datasets_pv_shared_rebound_and_unlabelled(
     eventually(lambda: read(a / "f") == read(b / "f") == "from a", "both targets bound again", timeout=10)
 
     # The last unstage: the label goes (OnDemand), nothing of the node service's stays mounted.
-    unpublish_and_unstage(csi_node.socket, "pv-ds", staging, b)
-    assert labelled(core, csi_node.name, namespace)  # a target remains: still staged
+    with grpc.insecure_channel(f"unix://{csi_node.socket}") as channel:  # pod b goes: kubelet unpublishes
+        request = csi_pb2.NodeUnpublishVolumeRequest(volume_id="pv-ds", target_path=str(b))
+        csi_pb2_grpc.NodeStub(channel).NodeUnpublishVolume(request, timeout=10)
+    assert labelled(core, csi_node.name, namespace)  # pod a still uses it: still staged
     unpublish_and_unstage(csi_node.socket, "pv-ds", staging, a)
     assert not labelled(core, csi_node.name, namespace)
     eventually(lambda: fusemounts(k8s, csi_node.name) == [], "the FuseMount deleted", timeout=30)

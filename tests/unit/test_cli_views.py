@@ -325,6 +325,6 @@ def test_a_client_mode_mount_names_its_dataset_and_client_pod() -> None:
         "status": {"phase": "Ready", "refCount": 2, "podName": "ds-client-abcde"},
     }  # fmt: skip
     cells = mount_view.row(fm, datetime(2026, 1, 1, 0, 1, tzinfo=UTC), wide=True)
-    assert cells[2] == "(client of team/ds)"
+    assert cells[2] == "client:team/ds"  # one word: scripts split the rows
     assert cells[4:6] == ["client", "2"]
-    assert cells[8] == "client pod ds-client-abcde"
+    assert cells[8] == "client-pod:ds-client-abcde"
