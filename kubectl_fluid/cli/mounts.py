@@ -143,10 +143,13 @@ def mounts(node: str | None, settings: Settings) -> None:
     \b
     NODE          the node the CSI node service runs on
     MOUNT-KEY     the first 16 characters of the mount key (master-addrs + fs-path + tuning)
-    MASTER-ADDRS  the Curvine masters
+    MASTER-ADDRS  the Curvine masters; client:NS/NAME for a Dataset's PV, whose FUSE is its
+                  runtime's client pod
     FS-PATH       the path in Curvine that the FUSE mounts
-    MODE          embedded (FUSE in the node service) or standalone (a FUSE pod)
-    REFS          volumes staged on it; at 0 the FUSE mount is taken down
+    MODE          embedded (FUSE in the node service), standalone (a FUSE pod) or client (the
+                  runtime's client pod, on the node by the label fluid.io/f-NS-NAME)
+    REFS          volumes staged on it; at 0 the FUSE mount is taken down (client: the node label,
+                  under the runtime's cleanPolicy OnDemand)
     PHASE         Mounting, Ready, Broken or Unmounting. A FUSE that died is started again and
                   its targets bound again; a Broken mount is left as it is: REASON says why
                   and what to do (its fs-path gone, its FUSE not answering). A Ready mount has a
@@ -155,7 +158,7 @@ def mounts(node: str | None, settings: Settings) -> None:
                   NotReady or gone, so nothing reports the mount; REASON says since when and
                   its last known phase, and it comes back when the node does
     -o wide adds PROGRAM (the FUSE program that serves the mount, "(stand-in)" for the test bed's
-    curvine-fuse-standin, which serves a node directory and is warned about), VOLUMES (their IDs),
+    curvine-fuse-standin, which serves a node directory and is warned about; client-pod:NAME), VOLUMES (their IDs),
     TARGETS (bind mounts into pods), PODS and REASON.
 
     FuseMount objects are cluster-scoped: -n and -A are accepted and change nothing.
