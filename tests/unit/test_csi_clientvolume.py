@@ -252,3 +252,26 @@ def test_a_failed_stage_keeps_the_label_even_under_on_demand() -> None:
     api = FakeApi(runtime("OnDemand"))
     assert asyncio.run(ClientFuse(api).detach("k", "team", "ds", unlabel=False)) is False
     assert api.labels == []
+
+
+@given(st.lists(st.tuples(st.booleans(), st.sampled_from(["v1", "v2", "v3"])), max_size=30))
+def test_the_last_unstage_of_a_dataset_on_a_node_is_said_exactly_once(steps: list[tuple[bool, str]]) -> None:
+    """Refcount per (dataset, node) = its staged volumes; ``last`` (the label's moment) exactly when
+    it goes to 0, ``fuse_needed`` (label and wait) exactly when it leaves 0."""
+    state, staged = nst.NodeState(), set[str]()
+    for stage, volume in steps:
+        if stage:
+            state, needed = nst.stage(
+                state, VOLUME.key, CLIENT_PARAMS, volume, f"/stage/{volume}", mnt_path=FLUID_PATH,
+                mode="client", client=nst.ClientRef(namespace="team", name="ds"),
+            )  # fmt: skip
+            assert needed == (not staged)
+            staged.add(volume)
+        else:
+            state, key, last = nst.unstage(state, volume)
+            assert (key is not None) == (volume in staged)
+            staged.discard(volume)
+            assert last == (key is not None and not staged)
+            if last:
+                state = nst.remove_mount(state, VOLUME.key)
+        assert state.refcount(VOLUME.key) == len(staged)
