@@ -281,6 +281,16 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         entry = self.state.mounts.get(stuck.key)
         if entry is None:
             return f"{stuck.what} has not ended for more than {self.calls.deadline:.0f} s"
+        if entry.client is not None:
+            runtime = f"{entry.client.namespace}/{entry.client.name}"
+            pod = f"{entry.client.namespace}/{entry.pod_name or 'the client pod on this node'}"
+            waited = f"{self.calls.deadline:.0f} s"
+            return (
+                f"the FUSE of runtime {runtime}'s client at {entry.mnt_path} has not answered for more"
+                f" than {waited} ({stuck.what}): its cache may be down or overloaded. If it never"
+                f" answers, delete its client pod {pod}; the node service binds its volumes into the new"
+                " client's mount"
+            )
         if entry.pod_name:
             restart = f"delete its pod {names.FLUID_NAMESPACE}/{entry.pod_name}"
         elif entry.pid:
