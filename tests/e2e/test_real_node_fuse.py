@@ -174,9 +174,11 @@ def apply_dataset_with_its_pv_of_before(bed: Bed) -> None:
         "the Dataset held by the controller",
     )
     runtime_class = yaml.safe_load((samples / "cacheruntimeclass-curvine.yaml").read_text())
+    # A uid for the builder only: the PV carries no owner (controller/desired/storage.py says why).
+    stored = {**runtime, "metadata": {**runtime["metadata"], "uid": "0"}}
     pv = desired_children(
         Dataset.model_validate(dataset),
-        CacheRuntime.model_validate(runtime),
+        CacheRuntime.model_validate(stored),
         CacheRuntimeClass.model_validate(runtime_class),
         APPS,
     ).pv
