@@ -158,8 +158,8 @@ def mounts(node: str | None, settings: Settings) -> None:
                   NotReady or gone, so nothing reports the mount; REASON says since when and
                   its last known phase, and it comes back when the node does
     -o wide adds PROGRAM (the FUSE program that serves the mount, "(stand-in)" for the test bed's
-    curvine-fuse-standin, which serves a node directory and is warned about; client-pod:NAME), VOLUMES (their IDs),
-    TARGETS (bind mounts into pods), PODS and REASON.
+    curvine-fuse-standin, which serves a node directory and is warned about; client-pod:NAME),
+    VOLUMES (their IDs), TARGETS (bind mounts into pods), PODS and REASON.
 
     FuseMount objects are cluster-scoped: -n and -A are accepted and change nothing.
     Needs: list on fusemounts.data.fluid.io (and, for -o wide, list on pods).
