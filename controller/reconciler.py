@@ -26,7 +26,7 @@ from controller.compare import contains, merge_patch
 from controller.conditions import same_status, set_condition
 from controller.desired import Children, desired_children
 from controller.desired.status import component_status, components_waiting, not_running
-from controller.desired.storage import pv_conflict, pv_holder
+from controller.desired.storage import kept_volume_source, pv_conflict, pv_holder
 from controller.events import Recorder
 from controller.inuse import ClassIndex, dataset_in_use_message, dataset_users, pvc_users, shown
 from kubectl_fluid.api import names
@@ -350,7 +350,8 @@ class Reconciler:
             self._check_pv_owner(pv, children.pv)
         try:
             await together(
-                self._ensure(children.pv, owner_uid, pv),
+                # A PV made before SPEC §7 (master-addrs) keeps its immutable source.
+                self._ensure(kept_volume_source(children.pv, pv), owner_uid, pv),
                 self._ensure(children.pvc, owner_uid),
             )
         except Problem as problem:

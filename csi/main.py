@@ -25,6 +25,10 @@ Mount modes (``--mount-mode``) and what each survives:
   survives a restart of this process and of its container (an upgrade of the DaemonSet): the
   restarted node service adopts the pods and their mounts. The manifests' default, as Curvine
   recommends for production. Needs the API server to start a FUSE (not to keep one running).
+
+Whatever the mode, a Dataset's PV (``fluid_path``, no ``master-addrs``: SPEC §7) is served by its
+runtime's client pod, never by a FUSE of this process: NodeStage labels the node for the client and
+waits for its mount (``--client-wait``), then binds beneath it (csi/fuse/clientfuse.py).
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ import kr8s.asyncio
 from csi.backends.backend import Backend, LocalBackend
 from csi.backends.curvinebackend import DEFAULT_DEADLINE as BACKEND_DEADLINE
 from csi.backends.curvinebackend import CurvineBackend
+from csi.fuse.clientfuse import DEFAULT_CLIENT_WAIT, ClientFuse
+from csi.fuse.clientnode import ClientNode
 from csi.fuse.fusebinary import fuse_binary_problem
 from csi.fuse.fuseconfig import NodeSettingsError, load_node_settings
 from csi.fuse.fusepods import FusePodManager
@@ -116,6 +122,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument(
         "--grace", type=float, default=DEFAULT_GRACE_SECONDS, help="seconds running calls get at stop"
+    )
+    p.add_argument(
+        "--client-wait",
+        type=float,
+        default=DEFAULT_CLIENT_WAIT,
+        metavar="SECONDS",
+        help="node mode: how long NodeStage of a Dataset's PV waits for its runtime's client pod to mount"
+        " the FUSE at the PV's fluid_path (SPEC §7) before it answers FailedPrecondition saying what the"
+        " client pod is doing; kubelet asks again (default: %(default)s)",
     )
     p.add_argument(
         "--fuse-deadline",
@@ -265,6 +280,13 @@ def build_propagation(args: argparse.Namespace) -> PropagationCheck | None:
     return PropagationCheck(args.node_id, lambda: client.connect(args.kubeconfig))
 
 
+def build_clients(args: argparse.Namespace) -> ClientFuse:
+    """Client mode's side of the node (SPEC §7); it labels Nodes through the API, as the mirror
+    talks to it (no API server under --no-mirror: csi-sanity, local runs)."""
+    api = ClientNode(args.node_id, lambda: client.connect(args.kubeconfig)) if args.mirror else None
+    return ClientFuse(api, wait=args.client_wait)
+
+
 def build_fuse_runner(args: argparse.Namespace) -> FuseRunner | None:
     if args.mount_mode != "standalone":
         return None  # the node service's default: embedded
@@ -324,6 +346,7 @@ def build_server(
             fuse_settings=settings,
             deadline=args.fuse_deadline,
             propagation=build_propagation(args),
+            clients=build_clients(args),
         )
         if args.mode != "controller"
         else None
@@ -410,6 +433,8 @@ async def run(args: argparse.Namespace) -> None:
             health_watch.cancel()
         if backend is not None:
             await backend.close()
+        if node is not None:
+            await node.clients.close()
         if node_watch is not None:
             await node_watch.close()
         if mirror is not None:

@@ -8,13 +8,11 @@ Decisions where SPEC is silent:
   to delete (the Dataset finalizer does), never the binder's. The PV has no ownerReference: it is
   cluster-scoped and cannot be owned by a namespaced object.
 - ``volumeHandle`` is the PV name, unique in the cluster (SPEC §5 lets a static PV pick any).
-- FUSE runtime (a client runs): ``master-addrs`` is the master's headless Service address at the
-  first port of the class's master template (the first ``containerPort`` of its containers, in
-  order). It is one stable name, not one address per master pod, because a PV's source cannot
-  change after creation and scaling the master must not need a new PV; the headless Service
-  resolves to every master pod. So a FUSE runtime needs a master with ``service.headless`` and a
-  port. ``fs-path`` is ``/`` and ``curvine-path``
-  ``/{namespace}/{name}``, so each dataset gets its own directory and all share one FUSE per node.
+- FUSE runtime (a client runs): upstream Fluid's attributes (``fluid_path``: the client's target
+  path, ``mount_type``, ``runtime_namespace``, ``runtime_name``) and no ``master-addrs``: the
+  runtime's client pod is the FUSE, and the CSI node labels the node for it, waits for its mount and
+  binds beneath it (SPEC §7). A PV made before, with ``master-addrs``, keeps its source
+  (``kept_volume_source``): the CSI node's own FUSE serves it as it always did (SPEC §5).
 - Clientless runtime: ``clientless: "true"`` and no FUSE attributes; the CSI node refuses to stage
   it and tells the user to inject the runtime config instead (SPEC §5).
 - PV names are DNS subdomains (253): ``{namespace}-{name}`` has at most 63 + 1 + 42 = 106 characters.
@@ -31,7 +29,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.desired.errors import INVALID_RUNTIME_CLASS, SpecError
 from controller.desired.labels import common_labels, namespaced_metadata
 from controller.desired.scope import Scope
 from kubectl_fluid.api import names
@@ -128,43 +125,25 @@ def volume_attributes(scope: Scope) -> dict[str, str]:
     if scope.clientless:
         attributes[names.VOLUME_ATTR_CLIENTLESS] = names.TRUE
         return attributes
-    attributes[names.PARAM_MASTER_ADDRS] = _master_addrs(scope)
-    attributes[names.PARAM_FS_PATH] = names.DEFAULT_FS_PATH
-    attributes[names.PARAM_CURVINE_PATH] = names.dataset_curvine_path(scope.namespace, scope.name)
+    # Upstream's attributes (fuse.csi.fluid.io's): the runtime's client pod serves the volume at
+    # its target path, and the CSI node binds beneath it (SPEC §7).
+    attributes[names.VOLUME_ATTR_FLUID_PATH] = names.target_path(scope.namespace, scope.name)
+    attributes[names.VOLUME_ATTR_MOUNT_TYPE] = scope.runtime_class.file_system_type
+    attributes[names.VOLUME_ATTR_RUNTIME_NAMESPACE] = scope.namespace
+    attributes[names.VOLUME_ATTR_RUNTIME_NAME] = scope.name
     return attributes
 
 
-def _master_addrs(scope: Scope) -> str:
-    hint = "or set spec.client.disabled: true to make the runtime clientless"
-    if not scope.enabled("master"):
-        raise SpecError(
-            f"{scope.runtime_ref()} runs a client (a FUSE runtime), which mounts through its master, but "
-            f"the master is disabled or missing from {scope.class_ref()}: enable the master, {hint}"
-        )
-    service = scope.service_name("master")
-    if not service:
-        raise SpecError(
-            f"{scope.runtime_ref()} runs a client (a FUSE runtime), whose PV names the master by its "
-            f"headless Service, but {scope.class_ref()} gives the master none: add "
-            f"topology.master.service.headless: {{}}, {hint}",
-            INVALID_RUNTIME_CLASS,
-        )
-    port = master_port(scope)
-    if port is None:
-        raise SpecError(
-            f"{scope.runtime_ref()} runs a client (a FUSE runtime), whose PV needs the master's address, "
-            f"but {scope.class_ref()} defines no port for its master: add a containerPort to "
-            f"topology.master.template.spec.containers, {hint}",
-            INVALID_RUNTIME_CLASS,
-        )
-    return f"{names.service_host(service, scope.namespace)}:{port}"
-
-
-def master_port(scope: Scope) -> int | None:
-    """The first ``containerPort`` of the master template's containers, in order."""
-    for container in scope.template("master")["spec"]["containers"]:
-        for port in container.get("ports") or ():
-            number = port.get("containerPort") if isinstance(port, dict) else None
-            if isinstance(number, int) and not isinstance(number, bool):
-                return number
-    return None
+def kept_volume_source(desired: dict[str, Any], existing: dict[str, Any] | None) -> dict[str, Any]:
+    """The PV to ensure, given the Dataset's PV as it exists. A PV made before SPEC §7 names the
+    cache's masters (``master-addrs``: the CSI node's own FUSE serves it, SPEC §5); its source is
+    immutable, and it keeps working as it did, so its source is kept rather than fought over (a
+    re-creation would need every pod using it gone). It is re-created as a client PV only when
+    it is deleted (with its PVC, while no pod uses them)."""
+    old = ((existing or {}).get("spec") or {}).get("csi") or {}
+    if names.PARAM_MASTER_ADDRS not in (old.get("volumeAttributes") or {}):
+        return desired
+    new = desired["spec"]["csi"]
+    if names.VOLUME_ATTR_CLIENTLESS in new["volumeAttributes"] or old.get("driver") != new["driver"]:
+        return desired  # a runtime that lost its client: re-created as before
+    return {**desired, "spec": {**desired["spec"], "csi": old}}

@@ -23,6 +23,9 @@ class MountInfo:
     options: tuple[str, ...]
     fs_type: str
     source: str
+    # major:minor of the mounted filesystem: a mount id is reused once its mount is gone, but a
+    # superblock's device number stays taken while any bind of it lives.
+    device: str = ""
 
 
 def _unescape(field: str) -> str:
@@ -56,6 +59,7 @@ def parse_mountinfo(text: str) -> list[MountInfo]:
                 options=tuple(fields[5].split(",")),
                 fs_type=tail[0],
                 source=_unescape(tail[1]) if len(tail) > 1 else "",
+                device=fields[2],
             )
         )
     return mounts

@@ -11,6 +11,7 @@ from csi.node.state import MountEntry
 from kubectl_fluid.api import names
 from kubectl_fluid.api.fusemount import (
     FuseMount,
+    FuseMountDataset,
     FuseMountSpec,
     FuseMountStatus,
     PublishTarget,
@@ -25,18 +26,19 @@ def to_fusemount(
     sends the status through the status subresource). ``program``: the node's FUSE command, and
     ``image`` the image of its FUSE pods (standalone)."""
     params = entry.params
-    spec = FuseMountSpec(
-        node_name=node,
-        mount_key=entry.key,
-        cluster_id=names.cluster_id(params.master_addrs),
-        master_addrs=params.master_addrs,
-        fs_path=params.fs_path,
-        mnt_path=entry.mnt_path,
-        mode=entry.mode,
-        fuse_args=fuse_args(params, entry.mnt_path),
-        program=program,
-        image=image if entry.mode == "standalone" else None,
-    )
+    if entry.client is not None:
+        # Client mode (SPEC §7): the runtime's client pod runs the FUSE; no masters, program nor args
+        # of this service's.
+        spec = FuseMountSpec(
+            node_name=node,
+            mount_key=entry.key,
+            fs_path=params.fs_path,
+            mnt_path=entry.mnt_path,
+            mode=entry.mode,
+            dataset=FuseMountDataset(namespace=entry.client.namespace, name=entry.client.name),
+        )
+    else:
+        spec = _own_spec(node, entry, program, image)
     status = FuseMountStatus(
         phase=entry.phase,
         ref_count=entry.refcount,
@@ -66,6 +68,23 @@ def to_fusemount(
         "spec": spec.to_kube(),
         "status": status.to_kube(),
     }
+
+
+def _own_spec(node: str, entry: MountEntry, program: str | None, image: str | None) -> FuseMountSpec:
+    """The spec of a mount whose FUSE this node service runs (embedded or standalone)."""
+    params = entry.params
+    return FuseMountSpec(
+        node_name=node,
+        mount_key=entry.key,
+        cluster_id=names.cluster_id(params.master_addrs),
+        master_addrs=params.master_addrs,
+        fs_path=params.fs_path,
+        mnt_path=entry.mnt_path,
+        mode=entry.mode,
+        fuse_args=fuse_args(params, entry.mnt_path),
+        program=program,
+        image=image if entry.mode == "standalone" else None,
+    )
 
 
 def stale_summary(entry: MountEntry) -> str | None:

@@ -51,11 +51,21 @@ class VolumeEntry(_Record):
     targets: Mapping[str, TargetEntry] = {}
 
 
+class ClientRef(_Record):
+    """The runtime (namespace and name, those of its Dataset) whose client pod serves a mount of mode
+    ``client`` (SPEC §7)."""
+
+    namespace: str
+    name: str
+
+
 class MountEntry(_Record):
     key: str
     params: FuseParams
     mnt_path: str
-    mode: names.MountMode
+    mode: names.FuseMountMode
+    # Mode client: the runtime whose client pod's FUSE is at mnt_path (no FUSE of the node service's).
+    client: ClientRef | None = None
     phase: FuseMountPhase = "Mounting"
     # RFC 3339 time of the last phase change, when the caller supplied one.
     phase_time: str | None = None
@@ -160,14 +170,16 @@ def stage(
     staging_path: str,
     *,
     mnt_path: str,
-    mode: names.MountMode,
+    mode: names.FuseMountMode,
     curvine_path: str = "",
     now: str | None = None,
+    client: ClientRef | None = None,
 ) -> tuple[NodeState, bool]:
     """Record ``volume_id`` staged at ``staging_path`` on mount ``key``. Returns the new state and
     ``fuse_needed``: True exactly when the key's refcount goes 0 → 1, i.e. the caller must make sure
     a FUSE runs (start one, or adopt a live one). ``mnt_path`` and ``mode`` describe a new mount; an
-    existing one keeps its own (a running FUSE is where it is, in the mode it was started in).
+    existing one keeps its own (a running FUSE is where it is, in the mode it was started in);
+    ``client`` names the runtime of a new mount of mode client.
     Staging again at the same path changes nothing; elsewhere, or on another key, is a conflict."""
     owner = state.key_of_volume(volume_id)
     if owner is not None:
@@ -185,7 +197,7 @@ def stage(
     fuse = fuse_params(params)
     entry = state.mounts.get(key)
     if entry is None:
-        entry = MountEntry(key=key, params=fuse, mnt_path=mnt_path, mode=mode, phase_time=now)
+        entry = MountEntry(key=key, params=fuse, mnt_path=mnt_path, mode=mode, phase_time=now, client=client)
     elif entry.params != fuse:
         raise StateConflict(f"mount key {key} is recorded with other parameters: {entry.params}")
     fuse_needed = entry.refcount == 0

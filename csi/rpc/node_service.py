@@ -53,12 +53,14 @@ import grpc
 from google.protobuf.message import Message
 
 from csi.fuse import beneath, fusevalidate, mounts
+from csi.fuse.clientfuse import ClientFuse
 from csi.fuse.fusebinary import fuse_binary_problem
 from csi.fuse.fuseconfig import fuse_config, write_fuse_config
 from csi.fuse.fusemanager import FuseManager
 from csi.fuse.fuserunner import FuseHandle, FuseRunner
 from csi.keyedcalls import KeyedCalls, KeyHung
 from csi.keyedthreads import DEFAULT_DEADLINE, Stuck
+from csi.model.clientvolume import CLIENT_PARAMS, ClientVolume, is_client_volume, parse_client_context
 from csi.model.errors import FuseUnavailable, StateConflict
 from csi.model.fusecmd import fuse_argv
 from csi.model.mountkey import fuse_mount_dir, mount_key, volume_dir, volume_source, volumes_dir
@@ -100,6 +102,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         fuse_settings: Mapping[str, Any] | None = None,
         deadline: float = DEFAULT_DEADLINE,
         propagation: Callable[[Sequence[TargetRef]], Awaitable[Mapping[str, str]]] | None = None,
+        clients: ClientFuse | None = None,
     ) -> None:
         self.node_id = node_id
         self.state_path = Path(state_dir) / names.CSI_STATE_FILE
@@ -113,6 +116,9 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         log_dir = str(Path(state_dir) / FUSE_LOG_DIR)
         self.fuse: FuseRunner = fuse if fuse is not None else FuseManager(log_dir=log_dir, deadline=deadline)
         self.fuse.on_restart = self._on_fuse_restart
+        # Client mode (SPEC §7): the runtime's client pod is the FUSE; this labels, waits, watches.
+        self.clients = clients if clients is not None else ClientFuse(None)
+        self.clients.on_restart = self._on_fuse_restart
         # Per mount key: its lock, its host thread, its deadline. Work that outlives its call
         # (a FUSE that answered late) is saved once it ends.
         self.calls = KeyedCalls(deadline, late=self._durable_soon)
@@ -169,8 +175,20 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         argv = fuse_argv(self.fuse_command[0], entry.params, entry.mnt_path)
         return [*self.fuse_command, *argv[1:]]
 
+    def _source(self, entry: st.MountEntry, volume_id: str) -> str:
+        """Where a volume of ``entry`` is bound for its pods' binds: beside the key's mount point, or,
+        for a client's mount (not in this service's tree), beside where its mount point would be."""
+        if entry.client is not None:
+            return volume_source(fuse_mount_dir(self.mount_root, entry.key), volume_id)
+        return volume_source(entry.mnt_path, volume_id)
+
     async def _ensure_fuse(self, key: str) -> None:
         entry = self.state.mounts[key]
+        if entry.client is not None:
+            if not self.clients.running(key):
+                pod = await self.clients.attach(key, _client_volume(entry))
+                self._save(st.set_process(self.state, key, pod_name=pod))
+            return
         if self.fuse.running(key) or await self._takeover(entry):
             return
         await self._launch(entry)
@@ -263,6 +281,16 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         entry = self.state.mounts.get(stuck.key)
         if entry is None:
             return f"{stuck.what} has not ended for more than {self.calls.deadline:.0f} s"
+        if entry.client is not None:
+            runtime = f"{entry.client.namespace}/{entry.client.name}"
+            pod = f"{entry.client.namespace}/{entry.pod_name or 'the client pod on this node'}"
+            waited = f"{self.calls.deadline:.0f} s"
+            return (
+                f"the FUSE of runtime {runtime}'s client at {entry.mnt_path} has not answered for more"
+                f" than {waited} ({stuck.what}): its cache may be down or overloaded. If it never"
+                f" answers, delete its client pod {pod}; the node service binds its volumes into the new"
+                " client's mount"
+            )
         if entry.pod_name:
             restart = f"delete its pod {names.FLUID_NAMESPACE}/{entry.pod_name}"
         elif entry.pid:
@@ -297,7 +325,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             binds: list[tuple[str, str, bool]] = []
             try:
                 self._bind_source(entry, volume_id)
-                source = volume_source(entry.mnt_path, volume_id)
+                source = self._source(entry, volume_id)
                 binds = [(source, t, p.readonly) for t, p in volume.targets.items()]
             except (RpcFailure, mounts.MountError, OSError) as err:
                 whole = False
@@ -317,7 +345,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         whether a bind was made. FAILED_PRECONDITION naming the path when the directory cannot be
         used."""
         volume = entry.volumes[volume_id]
-        source = volume_source(entry.mnt_path, volume_id)
+        source = self._source(entry, volume_id)
         curvine_path = volume.curvine_path or entry.params.fs_path
         try:
             fd = beneath.open_beneath(entry.mnt_path, volume_dir(entry.params.fs_path, curvine_path))
@@ -358,7 +386,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
     ) -> bool:
         """NodePublish's mounts: mend the volume's source if it points into a dead FUSE (kubelet does
         not stage again for a new pod), then bind it at the target. Returns whether it bound."""
-        source = volume_source(entry.mnt_path, volume_id)
+        source = self._source(entry, volume_id)
         shows = self._still_bound(source)
         if shows is None:
             self._bind_source(entry, volume_id)
@@ -389,6 +417,9 @@ class NodeService(csi_pb2_grpc.NodeServicer):
 
     async def _recover_key(self, entry: st.MountEntry) -> None:
         key = entry.key
+        if entry.client is not None:
+            await self._recover_client(entry)
+            return
         if entry.refcount == 0:
             await self._takeover(entry)
             await self._stop_key(key)  # a standalone FUSE pod is deleted even when not adopted
@@ -401,6 +432,19 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         self._save(st.set_phase(self.state, key, phase, now=st.timestamp()))
         if not adopted:  # a new FUSE: the running pods' containers hold the old one's mount
             self._soon(self._check_propagation(key, _published(entry)))
+
+    async def _recover_client(self, entry: st.MountEntry) -> None:
+        """A client's mount after a restart: watched again if it is there (else waited for, as at
+        NodeStage), and the volumes bound again into it."""
+        if entry.refcount == 0:
+            await self._stop_key(entry.key)
+            return
+        if not self.clients.adopt(entry.key, entry.mnt_path):
+            await self._ensure_fuse(entry.key)
+        whole = await self.calls.host(
+            entry.key, "re-binding its volumes", self._rebind, self.state.mounts[entry.key]
+        )
+        self._save(st.set_phase(self.state, entry.key, "Ready" if whole else "Broken", now=st.timestamp()))
 
     async def watch_health(self, interval: float = 2.0) -> None:
         """Forever: ``check_health`` every ``interval`` seconds (a task of the server's life)."""
@@ -481,34 +525,56 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         _require(request, "volume_id", "staging_target_path", "volume_capability")
         volume_id, staging = request.volume_id, request.staging_target_path
         attributes = dict(request.volume_context)
-        if reader_only(request.volume_capability):
-            attributes = reader_only_context(attributes)  # a read-only FUSE: see there why
-        volume = parse_volume_context(attributes)
-        key = mount_key(volume.params)
+        volume: ContextVolume | ClientVolume
+        if is_client_volume(attributes):
+            # SPEC §7: the runtime's client is the FUSE (its binds are read-only as asked, at publish).
+            volume = parse_client_context(attributes)
+            key = volume.key
+        else:
+            if reader_only(request.volume_capability):
+                attributes = reader_only_context(attributes)  # a read-only FUSE: see there why
+            volume = parse_volume_context(attributes)
+            key = mount_key(volume.params)
         await self._call(key, lambda: self._stage(key, volume, volume_id, staging))
         await self._durable()
         return csi_pb2.NodeStageVolumeResponse()
 
-    async def _stage(self, key: str, volume: ContextVolume, volume_id: str, staging: str) -> None:
+    async def _stage(
+        self, key: str, volume: ContextVolume | ClientVolume, volume_id: str, staging: str
+    ) -> None:
         # A repeated call (kubelet retries) finds the volume recorded: if it fails, it must
         # not take away what an earlier call staged.
         added = self.state.key_of_volume(volume_id) is None
-        new, _ = st.stage(
-            self.state,
-            key,
-            volume.params,
-            volume_id,
-            staging,
-            mnt_path=fuse_mount_dir(self.mount_root, key),
-            mode=self.mode,
-            curvine_path=volume.curvine_path,
-            now=st.timestamp(),
-        )
+        if isinstance(volume, ClientVolume):
+            new, _ = st.stage(
+                self.state,
+                key,
+                CLIENT_PARAMS,
+                volume_id,
+                staging,
+                mnt_path=volume.fluid_path,
+                mode=names.CLIENT_MODE,
+                curvine_path=volume.sub_path,
+                now=st.timestamp(),
+                client=st.ClientRef(namespace=volume.namespace, name=volume.name),
+            )
+        else:
+            new, _ = st.stage(
+                self.state,
+                key,
+                volume.params,
+                volume_id,
+                staging,
+                mnt_path=fuse_mount_dir(self.mount_root, key),
+                mode=self.mode,
+                curvine_path=volume.curvine_path,
+                now=st.timestamp(),
+            )
         self._save(new)
         if not self.fuse.running(key):
             await self._durable()  # recorded before its FUSE starts, so a restart finds the FUSE
         bound = binding = False
-        source = volume_source(self.state.mounts[key].mnt_path, volume_id)
+        source = self._source(self.state.mounts[key], volume_id)
         try:
             await self._ensure_fuse(key)
             binding = True
@@ -539,10 +605,21 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         new, _, last = st.unstage(self.state, volume_id, now=st.timestamp())
         self._save(new)
         if last:
-            await self._stop_key(key)
+            # A client that did not mount in time keeps its label: kubelet asks again, and a label
+            # taken off at each failure would delete the client pod before it could ever start.
+            await self._stop_key(key, unlabel=False)
 
-    async def _stop_key(self, key: str) -> None:
+    async def _stop_key(self, key: str, *, unlabel: bool = True) -> None:
         entry = self.state.mounts.get(key)
+        if entry is not None and entry.client is not None:
+            # The mount is the client's: never unmounted here. The label goes as its cleanPolicy says.
+            await self.clients.detach(key, entry.client.namespace, entry.client.name, unlabel=unlabel)
+            await self.calls.host(
+                key, "removing its sources", _remove_empty_sources, fuse_mount_dir(self.mount_root, key)
+            )
+            self.calls.forget(key)
+            self._save(st.remove_mount(self.state, key))
+            return
         await self.fuse.stop(key)
         if entry is not None:
             await self.calls.host(key, "unmounting it", _remove_mount_point, entry.mnt_path)
@@ -565,7 +642,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         return csi_pb2.NodeUnstageVolumeResponse()
 
     async def _unstage(self, key: str, volume_id: str, staging: str) -> None:
-        source = volume_source(self.state.mounts[key].mnt_path, volume_id)
+        source = self._source(self.state.mounts[key], volume_id)
         self._sources.pop(source, None)
         await self.calls.host(key, f"unstaging volume {volume_id}", _unstage_on_host, source, staging)
         new, key_now, last = st.unstage(self.state, volume_id, now=st.timestamp())
@@ -655,6 +732,19 @@ class NodeService(csi_pb2_grpc.NodeServicer):
     async def _unpublish(self, key: str, target: str) -> None:
         await self.calls.host(key, f"unpublishing {target}", _unpublish_on_host, target)
         self._save(st.unpublish(self.state, target))
+
+
+def _client_volume(entry: st.MountEntry) -> ClientVolume:
+    assert entry.client is not None
+    return ClientVolume(entry.client.namespace, entry.client.name, entry.mnt_path, names.DEFAULT_FS_PATH)
+
+
+def _remove_empty_sources(mnt_path: str) -> None:
+    """What a client mount's key leaves in this service's tree (beside where a mount point of its
+    own would be, ``mnt_path``): its empty sources directory and the key's directory."""
+    with contextlib.suppress(OSError):
+        os.rmdir(volumes_dir(mnt_path))
+    _remove_empty(mnt_path)
 
 
 def _pod_of(context: Mapping[str, str]) -> str | None:

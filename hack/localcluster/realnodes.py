@@ -13,11 +13,11 @@ state; kubelet's root dir, certificates and pod logs; the CNI configuration and 
 Not under the state dir itself because a unix socket's path has at most 107 bytes: kubelet's CSI
 registration sockets under a state dir in pytest's temporary folders would pass that.
 
-containerd and kubelet run in a mount namespace of the node's own (nodeview.py) where
-/var/lib/kubelet (kubelet's root dir), /var/lib/fluid-csi and /var/lib/curvine-standin are the node's
-directories: the paths of a user's node, which the product's manifests mount as hostPaths, private to
-the node. The node's folder is a shared mount, so what is mounted there in the node's namespace shows
-on the host too, where ``stop`` unmounts it.
+containerd and kubelet run in a mount namespace of the node's own (nodeview.py) where /var/lib/kubelet
+(kubelet's root dir), /var/lib/fluid-csi, /var/lib/curvine-standin and /runtime-mnt (runtimes' client
+mounts) are the node's directories: the paths of a user's node, which the product's manifests mount as
+hostPaths, private to the node. The node's folder is a shared mount, so what is mounted there in the
+node's namespace shows on the host too, where ``stop`` unmounts it.
 
 Pods reach each other over a bridge of this machine with no default gateway and no masquerade: their
 traffic never leaves it. The host's address on the bridge serves them cluster DNS (a CoreDNS per node,
@@ -59,6 +59,7 @@ from pathlib import Path
 from typing import Any
 
 import images.oci
+from kubectl_fluid.api import names
 from localcluster import cgroups, controlplane, nodeview, podnetwork, state
 from localcluster.mounts import release_node_mounts
 from localcluster.pki import sign_leaf
@@ -88,6 +89,9 @@ NODE_VIEW = {
     KUBELET_ROOT: "kubelet",
     "/var/lib/fluid-csi": "fluid-csi",
     "/var/lib/curvine-standin": "curvine-standin",
+    # Where runtimes' client pods mount their FUSE (Bidirectional) and the CSI node sees it
+    # (HostToContainer): both need a shared or slave mount, and the host's / may be neither.
+    names.RUNTIME_MOUNT_ROOT: "runtime-mnt",
 }
 
 

@@ -16,6 +16,13 @@ from kubectl_fluid.api.base import AGE, DATE_TIME, CrdInfo, KubeModel, PrinterCo
 FuseMountPhase = Literal["Mounting", "Ready", "Broken", "Unmounting", "Unknown"]
 
 
+class FuseMountDataset(KubeModel):
+    """The Dataset whose runtime's client serves a mount of mode ``client``."""
+
+    namespace: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+
+
 class FuseMountSpec(KubeModel):
     """Which FUSE mount this is: its node, key, cluster and how it runs."""
 
@@ -24,12 +31,23 @@ class FuseMountSpec(KubeModel):
         min_length=1,
         description="Hash of master-addrs, fs-path and tuning: volumes of one key share the mount.",
     )
-    cluster_id: str = Field(description="First 8 hex digits of sha256(master-addrs).")
-    master_addrs: str = Field(description="host:port[,host:port...] of the cache masters.")
+    cluster_id: str = Field(
+        default="", description="First 8 hex digits of sha256(master-addrs); empty in mode client."
+    )
+    master_addrs: str = Field(
+        default="",
+        description="host:port[,host:port...] of the cache masters; empty in mode client (the client knows).",
+    )
     fs_path: str = Field(description="The directory of the cache's filesystem the FUSE serves.")
     mnt_path: str = Field(description="Host path of the FUSE mount.")
-    mode: names.MountMode = Field(
-        description="embedded (a child of the CSI node service) or standalone (a FUSE pod of its own)."
+    mode: names.FuseMountMode = Field(
+        description=(
+            "embedded (a child of the CSI node service), standalone (a FUSE pod of its own) or client"
+            " (the Dataset's runtime's client pod, which the node service waits for and binds beneath)."
+        )
+    )
+    dataset: FuseMountDataset | None = Field(
+        default=None, description="Mode client: the Dataset whose runtime's client pod runs the FUSE."
     )
     fuse_args: list[str] = Field(default_factory=list, description="The FUSE program's arguments.")
     program: str | None = Field(
@@ -73,7 +91,9 @@ class FuseMountStatus(KubeModel):
         default_factory=list, description="The volumes staged on the mount and the pod targets of each."
     )
     pid: int | None = Field(default=None, description="FUSE process id (embedded mode).")
-    pod_name: str | None = Field(default=None, description="FUSE pod (standalone mode).")
+    pod_name: str | None = Field(
+        default=None, description="FUSE pod (standalone mode), or the runtime's client pod (client mode)."
+    )
     last_transition_time: str | None = Field(
         default=None, description="When the phase last changed.", json_schema_extra=DATE_TIME
     )

@@ -232,7 +232,27 @@ VOLUME_ATTR_DATASET_NAME: Final = "dataset-name"
 VOLUME_ATTR_DATASET_NAMESPACE: Final = "dataset-namespace"
 VOLUME_ATTR_CLIENTLESS: Final = "clientless"
 
+# Upstream Fluid's volume attributes of a Dataset's PV (its pkg/common: fuse.csi.fluid.io's contract),
+# kept by name: the host path where the runtime's client mounts the dataset (the client DaemonSet's
+# hostPath, ``target_path()``), a sub-directory of it to bind, the mount's type, and the runtime.
+# A PV with these and no ``master-addrs`` is served by the runtime's client (SPEC §7); one with
+# ``master-addrs`` by the CSI node's own FUSE (SPEC §5).
+VOLUME_ATTR_FLUID_PATH: Final = "fluid_path"
+VOLUME_ATTR_FLUID_SUB_PATH: Final = "fluid_sub_path"
+VOLUME_ATTR_MOUNT_TYPE: Final = "mount_type"
+VOLUME_ATTR_RUNTIME_NAMESPACE: Final = "runtime_namespace"
+VOLUME_ATTR_RUNTIME_NAME: Final = "runtime_name"
+# Upstream's cleanPolicy of a runtime's FUSE client: the node label goes at the last unstage
+# (OnDemand) or with the runtime (OnRuntimeDeleted, upstream's default when none is set).
+CLEAN_POLICY_ON_DEMAND: Final = "OnDemand"
+CLEAN_POLICY_ON_RUNTIME_DELETED: Final = "OnRuntimeDeleted"
+
+# How the node service runs FUSE for volumes with master-addrs (--mount-mode).
 MountMode = Literal["embedded", "standalone"]
+# A FuseMount's mode: one of those, or ``client``: the runtime's client pod runs the FUSE and the
+# node service only labels the node, waits for the mount and binds beneath it (SPEC §7).
+CLIENT_MODE: Final = "client"
+FuseMountMode = Literal["embedded", "standalone", "client"]
 KUBELET_ROOT: Final = "/var/lib/kubelet"
 # Where kubelet's plugin watcher looks for registration sockets ({kubelet root}/plugins_registry).
 KUBELET_PLUGINS_REGISTRY: Final = f"{KUBELET_ROOT}/plugins_registry"
@@ -334,8 +354,13 @@ def secret_volume(secret: str) -> str:
     return f"{SECRET_VOLUME_PREFIX}{secret.replace('.', '-')[:keep]}{digest}"
 
 
+# Where runtimes' client pods mount their FUSE on the host (upstream's), seen by the CSI node service.
+RUNTIME_MOUNT_ROOT: Final = "/runtime-mnt"
+
+
 def target_path(namespace: str, dataset: str) -> str:
-    return f"/runtime-mnt/cache/{namespace}/{dataset}/cache-fuse"
+    """A CacheRuntime client's FUSE mount on the host: its hostPath, and its PV's ``fluid_path``."""
+    return f"{RUNTIME_MOUNT_ROOT}/cache/{namespace}/{dataset}/cache-fuse"
 
 
 def empty_dir_tier_mount_path(level: int) -> str:
@@ -366,6 +391,16 @@ def extra_configmap_volume(runtime: str, configmap: str) -> str:
     """Volume of a class extraResources ConfigMap in a component pod (upstream:
     ``fluid-extra-<runtime>-<configMap>``), shortened when it would not fit a DNS label."""
     return dns_label(f"fluid-extra-{runtime}-{configmap}")
+
+
+# The prefix of every ``fuse_node_label()``: the only node labels the CSI node service may set.
+FUSE_NODE_LABEL_PREFIX: Final = "fluid.io/f-"
+
+
+def client_pod_selector(runtime: str) -> str:
+    """Label selector of a runtime's client pods (its DaemonSet's selector labels)."""
+    component = component_name(runtime, "client")
+    return f"{LABEL_CACHERUNTIME_NAME}={runtime},{LABEL_CACHERUNTIME_COMPONENT}={component}"
 
 
 def fuse_node_label(namespace: str, dataset: str) -> str:

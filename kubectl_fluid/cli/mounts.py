@@ -58,16 +58,24 @@ def pod_uids(fm: Mapping[str, Any]) -> list[str]:
     return uids
 
 
-def program_cell(spec: Mapping[str, Any]) -> str | None:
+def program_cell(spec: Mapping[str, Any], status: Mapping[str, Any] | None = None) -> str | None:
     """The FUSE program's short name, marked when it is the test bed's stand-in; None for objects
-    of a node service older than the field."""
+    of a node service older than the field. Mode client: the runtime's client pod that serves it."""
     from kubectl_fluid.api import names
 
+    if spec.get("mode") == names.CLIENT_MODE:
+        pod = (status or {}).get("podName")
+        return f"client-pod:{pod}" if pod else "client-pod"
     program = spec.get("program")
     if not program:
         return None
     short = names.fuse_program_name(str(program))
     return f"{short}(stand-in)" if names.is_fuse_standin(str(program)) else short
+
+
+def _client_of(spec: Mapping[str, Any]) -> str | None:
+    dataset = spec.get("dataset") or {}
+    return f"client:{dataset.get('namespace')}/{dataset.get('name')}" if dataset else None
 
 
 def standin_nodes(items: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -102,7 +110,8 @@ def row(
     cells = [
         cell(spec.get("nodeName")),
         cell(short_key(str(spec.get("mountKey") or ""))),
-        cell(spec.get("masterAddrs")),
+        # Mode client: the client reads its masters from the runtime config; the Dataset is named.
+        cell(spec.get("masterAddrs") or _client_of(spec)),
         cell(spec.get("fsPath")),
         cell(spec.get("mode")),
         str(int(status.get("refCount") or 0)),
@@ -114,7 +123,7 @@ def row(
         targets = sum(len(v.get("targets") or []) for v in volumes)
         names_by_uid = pods or {}
         cells += [
-            cell(program_cell(spec)),
+            cell(program_cell(spec, status)),
             cell(",".join(str(v.get("volumeID", "")) for v in volumes)),
             str(targets),
             cell(",".join(names_by_uid.get(uid, uid) for uid in pod_uids(fm))),
@@ -134,10 +143,13 @@ def mounts(node: str | None, settings: Settings) -> None:
     \b
     NODE          the node the CSI node service runs on
     MOUNT-KEY     the first 16 characters of the mount key (master-addrs + fs-path + tuning)
-    MASTER-ADDRS  the Curvine masters
+    MASTER-ADDRS  the Curvine masters; client:NS/NAME for a Dataset's PV, whose FUSE is its
+                  runtime's client pod
     FS-PATH       the path in Curvine that the FUSE mounts
-    MODE          embedded (FUSE in the node service) or standalone (a FUSE pod)
-    REFS          volumes staged on it; at 0 the FUSE mount is taken down
+    MODE          embedded (FUSE in the node service), standalone (a FUSE pod) or client (the
+                  runtime's client pod, on the node by the label fluid.io/f-NS-NAME)
+    REFS          volumes staged on it; at 0 the FUSE mount is taken down (client: the node label,
+                  under the runtime's cleanPolicy OnDemand)
     PHASE         Mounting, Ready, Broken or Unmounting. A FUSE that died is started again and
                   its targets bound again; a Broken mount is left as it is: REASON says why
                   and what to do (its fs-path gone, its FUSE not answering). A Ready mount has a
@@ -146,8 +158,8 @@ def mounts(node: str | None, settings: Settings) -> None:
                   NotReady or gone, so nothing reports the mount; REASON says since when and
                   its last known phase, and it comes back when the node does
     -o wide adds PROGRAM (the FUSE program that serves the mount, "(stand-in)" for the test bed's
-    curvine-fuse-standin, which serves a node directory and is warned about), VOLUMES (their IDs),
-    TARGETS (bind mounts into pods), PODS and REASON.
+    curvine-fuse-standin, which serves a node directory and is warned about; client-pod:NAME),
+    VOLUMES (their IDs), TARGETS (bind mounts into pods), PODS and REASON.
 
     FuseMount objects are cluster-scoped: -n and -A are accepted and change nothing.
     Needs: list on fusemounts.data.fluid.io (and, for -o wide, list on pods).

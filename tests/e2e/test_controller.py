@@ -4,6 +4,7 @@ writes, restarts, failover, deletion, and bad input."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from typing import Any, cast
@@ -163,8 +164,13 @@ def test_fuse_runtime_gets_a_client_daemonset_and_fuse_pv_attributes(fl: Fluid) 
     eventually(lambda: fl.bound("fs1"), "Dataset fs1 Bound", timeout=30)
     assert [d.metadata.name for d in fl.apps.list_namespaced_daemon_set(fl.ns).items] == ["fs1-client"]
     attrs = fl.core.read_persistent_volume(names.dataset_pv(fl.ns, "fs1")).spec.csi.volume_attributes
-    assert attrs["master-addrs"] == f"svc-fs1-master.{fl.ns}.svc:8995"
-    assert attrs["curvine-path"] == f"/{fl.ns}/fs1"
+    # SPEC §7: the runtime's client serves it (upstream's attributes), no masters for a FUSE of the CSI's.
+    assert attrs[names.VOLUME_ATTR_FLUID_PATH] == names.target_path(fl.ns, "fs1")
+    assert (attrs[names.VOLUME_ATTR_RUNTIME_NAMESPACE], attrs[names.VOLUME_ATTR_RUNTIME_NAME]) == (
+        fl.ns,
+        "fs1",
+    )
+    assert names.PARAM_MASTER_ADDRS not in (attrs or {})
     # Disabling the client removes the DaemonSet and makes the dataset clientless.
     fl.patch("cacheruntimes", "fs1", {"spec": {"client": {"disabled": True}}})
     eventually(
@@ -175,6 +181,52 @@ def test_fuse_runtime_gets_a_client_daemonset_and_fuse_pv_attributes(fl: Fluid) 
         "runtime.sh without a client",
         timeout=30,
     )
+
+
+def test_a_dataset_pv_made_before_spec_7_keeps_its_master_addrs(fl: Fluid) -> None:
+    # An upgrade: the Dataset's PV was made by an earlier controller, naming the master (SPEC §5). A
+    # PV's source is immutable; the controller keeps it rather than fight over it.
+    fl.create(dataset("fs1"))
+    fl.create(runtime("fs1", runtime_class="curvine", clientless=False))
+    eventually(lambda: fl.bound("fs1"), "Dataset fs1 Bound", timeout=30)
+    made = as_json(fl.core.read_persistent_volume(names.dataset_pv(fl.ns, "fs1")))
+    text = json.dumps({"labels": made["metadata"]["labels"], "claimRef": made["spec"]["claimRef"]})
+    old = json.loads(text.replace('"fs1"', '"fs2"').replace(f"{fl.ns}-fs1", f"{fl.ns}-fs2"))
+    attributes = {
+        names.VOLUME_ATTR_DATASET_NAME: "fs2",
+        names.VOLUME_ATTR_DATASET_NAMESPACE: fl.ns,
+        names.PARAM_MASTER_ADDRS: f"svc-fs2-master.{fl.ns}.svc:8995",
+        names.PARAM_FS_PATH: "/",
+        names.PARAM_CURVINE_PATH: f"/{fl.ns}/fs2",
+    }
+    legacy = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": names.dataset_pv(fl.ns, "fs2"), "labels": old["labels"]},
+        "spec": {
+            **{k: made["spec"][k] for k in ("capacity", "accessModes", "persistentVolumeReclaimPolicy")},
+            "storageClassName": made["spec"]["storageClassName"],
+            "claimRef": {k: v for k, v in old["claimRef"].items() if k in ("namespace", "name")},
+            "csi": {"driver": names.CSI_DRIVER, "volumeHandle": names.dataset_volume_handle(fl.ns, "fs2"),
+                    "volumeAttributes": attributes},
+        },
+    }  # fmt: skip
+    # Its Dataset exists (a PV of no Dataset is an orphan, and deleted), its runtime comes after.
+    fl.create(dataset("fs2"))
+    eventually(
+        lambda: names.DATASET_FINALIZER in fl.get("datasets", "fs2")["metadata"].get("finalizers", []),
+        "Dataset fs2 held by the controller",
+        timeout=30,
+    )
+    fl.core.create_persistent_volume(legacy)
+    try:
+        fl.create(runtime("fs2", runtime_class="curvine", clientless=False))
+        eventually(lambda: fl.bound("fs2"), "Dataset fs2 Bound over its old PV", timeout=30)
+        pv = fl.core.read_persistent_volume(names.dataset_pv(fl.ns, "fs2"))
+        assert pv.spec.csi.volume_attributes == attributes
+        assert not [e for e in fl.events("fs2") if e.startswith("Warning")]
+    finally:
+        fl.delete("datasets", "fs2")
 
 
 def test_an_option_change_reaches_the_configmap_and_a_steady_cluster_sees_no_writes(

@@ -29,6 +29,7 @@ pytestmark = pytest.mark.e2e
 SYSTEM = names.FLUID_NAMESPACE
 POLICY = MANIFESTS / "csi" / "fuse-pod-policy.yaml"
 BUDGET_POLICY = MANIFESTS / "csi" / "fuse-budget-policy.yaml"
+LABEL_POLICY = MANIFESTS / "csi" / "node-label-policy.yaml"
 KEY = "0123456789abcdef" * (names.MOUNT_KEY_LENGTH // 16)
 
 # account -> what it must never be allowed: (verb, resource, namespace or "" for cluster scope).
@@ -44,7 +45,7 @@ FORBIDDEN: dict[str, list[tuple[str, str, str]]] = {
         ("create", "serviceaccounts/token", SYSTEM),
         ("impersonate", "serviceaccounts", SYSTEM),
         ("create", "rolebindings.rbac.authorization.k8s.io", SYSTEM),
-        ("patch", "nodes", ""),
+        ("patch", "nodes/status", ""),
         ("create", "persistentvolumes", ""),
         ("delete", "validatingadmissionpolicies.admissionregistration.k8s.io", ""),
     ],
@@ -104,10 +105,10 @@ def test_no_product_account_can_do_what_it_must_not(fluid: Path) -> None:
 def policy(fluid: Path) -> Iterator[None]:
     """The FUSE pod policy, installed for this module's tests only (other modules' CSI node
     processes create FUSE pods with tokens bound to no pod)."""
-    for path in (POLICY, BUDGET_POLICY):
+    for path in (POLICY, BUDGET_POLICY, LABEL_POLICY):
         kubectl(fluid, "apply", "-f", str(path))
     yield
-    for path in (POLICY, BUDGET_POLICY):
+    for path in (POLICY, BUDGET_POLICY, LABEL_POLICY):
         kubectl(fluid, "delete", "-f", str(path), "--ignore-not-found")
 
 
@@ -136,10 +137,12 @@ def node_tokens(
         def enforced() -> bool:
             refused = create(bound, changed(fuse_pod_of(node), "host-root"))
             budget = create(bound, budget_changed(fuse_pod_budget(node, KEY, "0"), "other-node"))
+            label = relabel(bound, node, "other=x")
             return (
                 refused.returncode != 0
                 and "fluid-csi-node-fuse-pods" in refused.stderr
                 and "fluid-csi-node-fuse-budgets" in budget.stderr
+                and "fluid-csi-node-labels" in label.stderr
             )
 
         # The API server takes a policy up a moment after it is created (its admission plugin's
@@ -275,3 +278,54 @@ def test_a_token_bound_to_no_pod_names_no_node_and_creates_nothing(
 def test_the_policy_judges_only_the_node_services_requests(fluid: Path, policy: None) -> None:
     done = create(fluid, changed(fuse_pod_of("some-node"), "host-root"))
     assert done.returncode == 0, done.stderr
+
+
+def relabel(kubeconfig: Path, node: str, *changes: str) -> subprocess.CompletedProcess[str]:
+    """A server-side dry run of ``kubectl label node`` (a patch: admission sees an UPDATE)."""
+    return subprocess.run(
+        [kubectl_binary(), f"--kubeconfig={kubeconfig}", "label", "node", node, *changes,
+         "--overwrite", "--dry-run=server", "-oname"],
+        capture_output=True, text=True, check=False, timeout=30,
+    )  # fmt: skip
+
+
+def test_a_nodes_token_sets_and_removes_a_datasets_fuse_label_on_its_node(
+    node_tokens: tuple[str, Path, Path],
+) -> None:
+    # SPEC §7: NodeStage labels the node for the runtime's client; the last unstage removes it.
+    node, bound, _ = node_tokens
+    label = names.fuse_node_label("team", "ds")
+    assert relabel(bound, node, f"{label}=true").returncode == 0
+    assert relabel(bound, node, f"{label}-").returncode == 0
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ("kubernetes.io/hostname=elsewhere", "only fluid.io/f-* labels"),
+        ("node-role.kubernetes.io/control-plane=", "only fluid.io/f-* labels"),
+        ("fluid.io/f-team-ds=false", "only fluid.io/f-* labels"),
+    ],
+)
+def test_a_nodes_token_changes_no_other_label(
+    node_tokens: tuple[str, Path, Path], change: str, says: str
+) -> None:
+    node, bound, _ = node_tokens
+    done = relabel(bound, node, change)
+    assert done.returncode != 0
+    assert says in done.stderr, done.stderr
+
+
+def test_a_nodes_token_labels_no_other_node(
+    node_tokens: tuple[str, Path, Path], core: client.CoreV1Api
+) -> None:
+    node, bound, unbound = node_tokens
+    others = [str(n.metadata.name) for n in core.list_node().items if n.metadata.name != node]
+    label = f"{names.fuse_node_label('team', 'ds')}=true"
+    if others:
+        done = relabel(bound, others[0], label)
+        assert done.returncode != 0
+        assert f"its own Node only ({node})" in done.stderr, done.stderr
+    done = relabel(unbound, node, label)
+    assert done.returncode != 0
+    assert "its token names no node" in done.stderr, done.stderr

@@ -1,16 +1,17 @@
-"""The CSI node's own mechanics on a real node, from the product's image and manifests: ``kubectl apply
--k manifests/`` on a cluster of its own whose one node is a real, untainted kubelet, then the FUSE
-program changed to the development stand-in (tests/e2e/standin_install.py: these tests need no cache
-behind the FUSE; test_real_node_curvine.py runs the default install's real curvine-fuse). The
-fluid-csi-node DaemonSet pod registers the driver with kubelet itself; a FUSE Dataset's PVC and a second
-volume of the same mount key are mounted by two real pods; the FUSE program runs in its standalone pod
-(admitted by the FUSE pod policy); its pod deleted, then the program killed -9, it is
+"""The CSI node's own mechanics on a real node, from the product's image and manifests: ``kubectl apply -k
+manifests/`` on a cluster of its own whose one node is a real, untainted kubelet, then the FUSE program
+changed to the development stand-in (tests/e2e/standin_install.py: these tests need no cache behind the
+FUSE; test_real_node_curvine.py runs the default install's real curvine-fuse). The fluid-csi-node
+DaemonSet pod registers the driver with kubelet itself; a FUSE Dataset's PVC and a second volume of the
+same mount key are mounted by two real pods (the Dataset's PV as a controller before SPEC §7 made it,
+with master-addrs: the CSI node's own FUSE, kept over an upgrade); the FUSE program runs in its
+standalone pod (admitted by the FUSE pod policy); its pod deleted, then the program killed -9, it is
 replaced while the pods keep running; ``kubectl fluid mounts`` shows the node's reference counts and
 each pod's target; deleting one pod leaves the other's volume whole; deleting both stops the FUSE and
-leaves nothing of the mount key mounted, on the host or in the node's own mount namespace. Then what
-the driver refuses (a clientless dataset's PV, a symlink at a volume's directory): the pod's Events
-say why, and nothing is mounted or started. Last, a ReadOnlyMany claim: read-only at its target on
-the node, and (an expected failure, the test says why) in its pod.
+leaves nothing of the mount key mounted, on the host or in the node's own mount namespace. Then what the
+driver refuses (a clientless dataset's PV, a symlink at a volume's directory): the pod's Events say why,
+and nothing is mounted or started. Last, a ReadOnlyMany claim: read-only at its target on the node, and
+(an expected failure, the test says why) in its pod.
 
 The tests run in order on one cluster (module fixture); each one's state is the next one's start."""
 
@@ -27,9 +28,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import localcluster
+from controller.desired import desired_children
 from kubectl_fluid.api import names
+from kubectl_fluid.api.cacheruntime import CacheRuntime
+from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass
+from kubectl_fluid.api.dataset import Dataset
 from localcluster import realnodes
 from tests.e2e.fluid import MANIFESTS, kubectl
 from tests.e2e.standin_install import use_standin
@@ -149,6 +155,44 @@ def alias_volume(pv: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def apply_dataset_with_its_pv_of_before(bed: Bed) -> None:
+    """The sample Dataset, then its PV as a controller before SPEC §7 made it (``master-addrs``: the
+    CSI node's own FUSE serves it, this module's subject; a new PV names the runtime's client, which
+    test_csi_node_client_mode.py covers), then its runtime: the controller keeps that PV, as in an
+    upgrade (controller/desired/storage.py: kept_volume_source)."""
+    samples = MANIFESTS / "samples"
+    docs = [d for d in yaml.safe_load_all((samples / "dataset-curvine.yaml").read_text()) if d]
+    [runtime] = [d for d in docs if d["kind"] == "CacheRuntime"]
+    rest = [d for d in docs if d["kind"] != "CacheRuntime"]
+    kubectl(bed.kc, "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": rest}))
+    [dataset] = [d for d in rest if d["kind"] == "Dataset"]
+    eventually(
+        lambda: (
+            names.DATASET_FINALIZER
+            in kget(bed, "-n", APPS, "dataset", DATASET)["metadata"].get("finalizers", [])
+        ),
+        "the Dataset held by the controller",
+    )
+    runtime_class = yaml.safe_load((samples / "cacheruntimeclass-curvine.yaml").read_text())
+    # A uid for the builder only: the PV carries no owner (controller/desired/storage.py says why).
+    stored = {**runtime, "metadata": {**runtime["metadata"], "uid": "0"}}
+    pv = desired_children(
+        Dataset.model_validate(dataset),
+        CacheRuntime.model_validate(stored),
+        CacheRuntimeClass.model_validate(runtime_class),
+        APPS,
+    ).pv
+    pv["spec"]["csi"]["volumeAttributes"] = {
+        names.VOLUME_ATTR_DATASET_NAME: DATASET,
+        names.VOLUME_ATTR_DATASET_NAMESPACE: APPS,
+        names.PARAM_MASTER_ADDRS: f"svc-{DATASET}-master.{APPS}.svc:8995",
+        names.PARAM_FS_PATH: "/",
+        names.PARAM_CURVINE_PATH: f"/{APPS}/{DATASET}",
+    }
+    kubectl(bed.kc, "create", "-f", "-", stdin=json.dumps(pv))
+    kubectl(bed.kc, "apply", "-f", "-", stdin=json.dumps(runtime))
+
+
 def sh(bed: Bed, pod: str, script: str) -> str:
     return kubectl(bed.kc, "-n", APPS, "exec", pod, "--", "sh", "-c", script)
 
@@ -174,7 +218,7 @@ def refs(bed: Bed) -> int:
 
 def test_two_real_pods_share_a_fuse_volume_of_the_dataset(bed: Bed) -> None:
     kubectl(bed.kc, "apply", "-f", str(MANIFESTS / "samples" / "cacheruntimeclass-curvine.yaml"))
-    kubectl(bed.kc, "apply", "-f", str(MANIFESTS / "samples" / "dataset-curvine.yaml"))
+    apply_dataset_with_its_pv_of_before(bed)
     t0 = time.monotonic()
     pv = eventually(
         lambda: kget(bed, "pv", names.dataset_pv(APPS, DATASET)),

@@ -313,3 +313,18 @@ def test_config_env_and_json_helpers() -> None:
         {"name": "FLUID_RUNTIME_CONFIG_PATH_DS_1", "value": "/etc/fluid/config/ds-1/runtime.sh"},
     ]
     assert pretty_json('{"b":1,"a":"é"}') == '{\n    "b": 1,\n    "a": "é"\n}\n'
+
+
+def test_a_client_mode_mount_names_its_dataset_and_client_pod() -> None:
+    # SPEC §7: the runtime's client pod serves a Dataset's PV; the node service has no masters for it.
+    fm = {
+        "metadata": {"name": "n1-0123456789abcdef", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"nodeName": "n1", "mountKey": "0123456789abcdef" * 2, "fsPath": "/", "mode": "client",
+                 "mntPath": "/runtime-mnt/cache/team/ds/cache-fuse",
+                 "dataset": {"namespace": "team", "name": "ds"}},
+        "status": {"phase": "Ready", "refCount": 2, "podName": "ds-client-abcde"},
+    }  # fmt: skip
+    cells = mount_view.row(fm, datetime(2026, 1, 1, 0, 1, tzinfo=UTC), wide=True)
+    assert cells[2] == "client:team/ds"  # one word: scripts split the rows
+    assert cells[4:6] == ["client", "2"]
+    assert cells[8] == "client-pod:ds-client-abcde"

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
-from kubectl_fluid.runtimeconfig import RuntimeConfigError
+from controller.compare import contains
+from controller.desired.storage import kept_volume_source
 from tests.unit.desired_samples import (
     CLIENTLESS_RUNTIME,
     CURVINE_CLASS,
@@ -35,16 +36,39 @@ def test_clientless_pv() -> None:
     }
 
 
-def test_fuse_pv_points_at_the_master_service() -> None:
+def test_fuse_pv_names_the_runtime_and_its_clients_target_path() -> None:
     attributes = fuse().pv["spec"]["csi"]["volumeAttributes"]
+    # Upstream's attributes (SPEC §7): the runtime's client serves it; no masters for a FUSE of ours.
     assert attributes == {
         "dataset-name": "ds1",
         "dataset-namespace": "team-a",
-        # One stable address whatever the master's replicas (3 here): a PV's source is immutable.
-        "master-addrs": "svc-ds1-master.team-a.svc:8995",
-        "fs-path": "/",
-        "curvine-path": "/team-a/ds1",
+        "fluid_path": "/runtime-mnt/cache/team-a/ds1/cache-fuse",
+        "mount_type": attributes["mount_type"],
+        "runtime_namespace": "team-a",
+        "runtime_name": "ds1",
     }
+    assert attributes["mount_type"]
+
+
+def _legacy(pv: dict[str, Any], **csi: Any) -> dict[str, Any]:
+    attributes = {"dataset-name": "ds1", "dataset-namespace": "team-a", "master-addrs": "m:8995"}
+    old = {"driver": "curvine.csi.fluid.io", "volumeHandle": "team-a-ds1", "volumeAttributes": attributes}
+    return {**pv, "spec": {**pv["spec"], "csi": {**old, **csi}}}
+
+
+def test_a_pv_made_before_with_master_addrs_keeps_its_source() -> None:
+    desired = fuse().pv
+    existing = _legacy(desired)
+    kept = kept_volume_source(desired, existing)
+    assert kept["spec"]["csi"] == existing["spec"]["csi"]
+    assert contains(existing, kept)  # nothing to write: the controller does not fight over it
+    assert kept_volume_source(desired, None) is desired
+    assert kept_volume_source(desired, desired) is desired
+
+
+def test_a_runtime_that_lost_its_client_replaces_a_legacy_pv() -> None:
+    desired = clientless().pv
+    assert kept_volume_source(desired, _legacy(desired)) is desired
 
 
 def test_pvc_binds_to_its_pv_only() -> None:
@@ -81,40 +105,11 @@ def test_disabling_the_client_of_a_fuse_class_makes_it_clientless() -> None:
 MASTER_PORTS = "topology.master.template.spec.containers.0.ports"
 
 
-def test_fuse_class_without_master_port_is_refused() -> None:
-    runtime_class = with_spec(CURVINE_CLASS, MASTER_PORTS, [])
-    with pytest.raises(RuntimeConfigError, match="no port for its master") as error:
-        build(DATASET, FUSE_RUNTIME, runtime_class)
-    assert "topology.master.template.spec.containers" in str(error.value)
-    assert "spec.client.disabled" in str(error.value)
-
-
-def test_fuse_class_without_master_service_is_refused() -> None:
-    runtime_class = with_spec(CURVINE_CLASS, "topology.master.service", None)
-    with pytest.raises(RuntimeConfigError, match="gives the master none") as error:
-        build(DATASET, FUSE_RUNTIME, runtime_class)
-    assert "topology.master.service.headless" in str(error.value)
-
-
-def test_fuse_runtime_without_master_is_refused() -> None:
-    runtime = with_spec(FUSE_RUNTIME, "spec.master.disabled", True)
-    with pytest.raises(RuntimeConfigError, match="master is disabled or missing"):
-        build(DATASET, runtime, CURVINE_CLASS)
-
-
-def test_first_master_port_is_used_across_the_containers_in_order() -> None:
-    ports = [{"name": "web", "containerPort": 9000}, {"name": "rpc", "containerPort": 8995}]
-    runtime_class = with_spec(CURVINE_CLASS, MASTER_PORTS, ports)
+def test_a_fuse_pv_needs_no_master_port_nor_service() -> None:
+    runtime_class = with_spec(with_spec(CURVINE_CLASS, MASTER_PORTS, []), "topology.master.service", None)
     attributes = build(DATASET, FUSE_RUNTIME, runtime_class).pv["spec"]["csi"]["volumeAttributes"]
-    assert attributes["master-addrs"] == "svc-ds1-master.team-a.svc:9000"
-    # A first container without ports: the next container's first port.
-    containers = [
-        {"name": "sidecar", "image": "s:1"},
-        {"name": "master", "image": "m:1", "ports": [{"containerPort": 7000}]},
-    ]
-    runtime_class = with_spec(CURVINE_CLASS, "topology.master.template.spec.containers", containers)
-    attributes = build(DATASET, FUSE_RUNTIME, runtime_class).pv["spec"]["csi"]["volumeAttributes"]
-    assert attributes["master-addrs"] == "svc-ds1-master.team-a.svc:7000"
+    assert "master-addrs" not in attributes
+    assert attributes["runtime_name"] == "ds1"
 
 
 def test_clientless_class_needs_no_master_port() -> None:

@@ -636,6 +636,11 @@ EXPECTED_CSI_NODE_CLUSTER_GRANTS = {
     ("", "pods", "get", ()),
     ("", "persistentvolumes", "get", ()),
     ("", "events", "create", ()),
+    # Client mode (SPEC §7): its Node's fluid.io/f-* labels (node-label-policy.yaml narrows the
+    # patch), the runtime's cleanPolicy, and the client pod on this node (by labels and nodeName).
+    ("", "nodes", "patch", ()),
+    (names.GROUP, "cacheruntimes", "get", ()),
+    ("", "pods", "list", ()),
 }
 EXPECTED_CSI_NODE_NAMESPACE_GRANTS = {
     *(("", "pods", v, ()) for v in ("get", "list", "watch", "create", "delete")),
@@ -883,8 +888,10 @@ def test_csi_node_propagates_only_the_drivers_own_directories() -> None:
     pod = pod_spec(CSI_NODE, "DaemonSet")
     driver = container_named(pod, "csi-driver")
     args = driver_args(driver)
-    propagated = {m["mountPath"] for m in driver["volumeMounts"] if m.get("mountPropagation")}
-    assert propagated == {
+    propagated = {m["mountPath"]: m.get("mountPropagation") for m in driver["volumeMounts"]}
+    # Client mode (SPEC §7): it sees the runtimes' client mounts, and makes none there.
+    assert propagated.pop(names.RUNTIME_MOUNT_ROOT) == "HostToContainer"
+    assert {path for path, how in propagated.items() if how} == {
         names.fuse_mounts_root(args.mount_root),
         names.csi_staging_root(args.mount_root),
         f"{names.KUBELET_ROOT}/pods",
