@@ -29,7 +29,7 @@ Decisions where SPEC is silent:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from controller.desired.errors import INVALID_RUNTIME_CLASS, SpecError
 from controller.desired.labels import common_labels, namespaced_metadata
@@ -153,18 +153,35 @@ def _master_addrs(scope: Scope) -> str:
     if port is None:
         raise SpecError(
             f"{scope.runtime_ref()} runs a client (a FUSE runtime), whose PV needs the master's address, "
-            f"but {scope.class_ref()} defines no port for its master: add a containerPort to "
-            f"topology.master.template.spec.containers, {hint}",
+            f"but {scope.class_ref()} defines no port for its master: add a containerPort (or a "
+            f"tcpSocket readinessProbe) to topology.master.template.spec.containers, {hint}",
             INVALID_RUNTIME_CLASS,
         )
     return f"{names.service_host(service, scope.namespace)}:{port}"
 
 
 def master_port(scope: Scope) -> int | None:
-    """The first ``containerPort`` of the master template's containers, in order."""
-    for container in scope.template("master")["spec"]["containers"]:
+    """The first ``containerPort`` of the master template's containers, in order; without one, the
+    first port a container's probe connects to (``tcpSocket``, ``grpc``): a port the master is probed on
+    is one it serves. Curvine's own class declares no containerPort and probes its RPC port."""
+    containers = scope.template("master")["spec"]["containers"]
+    for container in containers:
         for port in container.get("ports") or ():
             number = port.get("containerPort") if isinstance(port, dict) else None
-            if isinstance(number, int) and not isinstance(number, bool):
+            if _is_port(number):
                 return number
+    for container in containers:
+        for probe in PROBES:
+            handler = container.get(probe) or {}
+            for kind in ("tcpSocket", "grpc"):
+                number = (handler.get(kind) or {}).get("port") if isinstance(handler, dict) else None
+                if _is_port(number):
+                    return number
     return None
+
+
+PROBES = ("readinessProbe", "startupProbe", "livenessProbe")
+
+
+def _is_port(number: object) -> TypeGuard[int]:
+    return isinstance(number, int) and not isinstance(number, bool)

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """A real node's own view of the host's file system: the paths a user's node has and the product's
-manifests name as hostPaths (/var/lib/kubelet, /var/lib/fluid-csi, /var/lib/curvine-standin) are, in
+manifests name as hostPaths (/var/lib/kubelet, /var/lib/fluid-csi, /var/lib/curvine-standin, and
+/runtime-mnt, where a runtime's client pods mount its FUSE) are, in
 a mount namespace of the node's, bind mounts of directories in the node's folder. containerd runs in
 that namespace (and so runc, every container and its hostPaths), kubelet joins it; the host's own
 /var/lib is never written, and two clusters on this host never share those directories.

@@ -88,6 +88,9 @@ NODE_VIEW = {
     KUBELET_ROOT: "kubelet",
     "/var/lib/fluid-csi": "fluid-csi",
     "/var/lib/curvine-standin": "curvine-standin",
+    # A runtime's client pods mount its FUSE at its target path (names.target_path), a hostPath with
+    # Bidirectional propagation: it must be a shared mount, and each node's own.
+    "/runtime-mnt": "runtime-mnt",
 }
 
 

@@ -5,7 +5,10 @@ controller renders the class's master and worker; they run Curvine's image in Cu
 (hack/images/curvine.py: ``/entrypoint.sh`` hands Fluid mode to Curvine's ``fluid-entrypoint.sh``,
 whose ``generate_config.py`` writes Curvine's configuration from the runtime config the product
 mounts). The master elects itself, the worker registers with it and Curvine's ``cv report`` shows
-one live worker and its capacity; the runtime turns Ready. Measured: apply to Ready, the pods' RSS.
+one live worker and its capacity; the runtime turns Ready. The node labelled by hand as NodeStage
+will label it, the class's client pod mounts Curvine at the runtime's target path in the node (what
+the CSI side binds beneath), and a file written there is Curvine's. Deleting the Dataset and runtime
+leaves no pod and no mount. Measured: apply to Ready, label to mounted, the pods' RSS.
 
 A cluster of its own whose one node is a real, untainted kubelet (tests/e2e/users_cluster.py), whose
 containerd has Curvine's image as the default install's. Skipped, saying why, where a real node cannot
@@ -77,7 +80,7 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
 
 def image_of_the_samples() -> str:
     """The image Curvine's class names, as the samples have it."""
-    found = set(re.findall(r"image: (\S+)", CLASS.read_text()))
+    found = set(re.findall(r"^\s+image: (\S+)", CLASS.read_text(), re.MULTILINE))
     assert len(found) == 1, found
     return str(found.pop())
 
@@ -112,7 +115,7 @@ def test_curvines_own_class_runs_its_master_and_worker_and_the_runtime_turns_rea
         p = pod(bed, name)
         assert ready(p), p.get("status")
         [container] = p["spec"]["containers"]
-        assert f"docker.io/{container['image']}".removeprefix("docker.io/docker.io/") == image
+        assert container["image"] == image
         assert container["command"] == ["/entrypoint.sh"]
         assert container["args"] == [component, "start"]
     dataset: dict[str, Any] = get(bed.kc, "-n", APPS, "dataset", NAME)
@@ -210,3 +213,36 @@ def test_deleting_curvines_runtime_and_dataset_removes_their_pods(bed: Bed) -> N
     assert not [line for line in Path("/proc/mounts").read_text().splitlines() if target in line]
     kubectl(bed.kc, "label", "node", NODE, f"{names.fuse_node_label(APPS, NAME)}-")
     kubectl(bed.kc, "delete", "-f", str(CLASS))
+
+
+# Each sample's differences from Curvine's file: (Curvine's line, the sample's line), as its header says.
+CHANGES: dict[str, tuple[str, list[tuple[str | None, str]]]] = {
+    "cacheruntimeclass.yaml": ("curvine-cache-runtime-class.yaml", [("curvine:latest", "IMAGE")] * 3),
+    "dataset.yaml": (
+        "curvine-dataset.yaml",
+        [(None, 'heartbeat_interval: "500ms"'), (None, 'enable_splice: "false"')],
+    ),
+    "test-pod.yaml": ("test-pod.yaml", [("curvine:latest", "IMAGE")]),
+}
+
+
+def test_the_samples_are_curvines_files_but_for_what_their_headers_say() -> None:
+    """manifests/samples/curvine-fluid/ against Curvine's cache-runtime/ at the pinned commit: the image
+    and the machine's settings differ, nothing else (no cluster needed)."""
+    source = curvinelayout.source_tarball()
+    if not source.is_file():
+        pytest.skip(f"no Curvine source: {source} is not there")
+    theirs_dir = curvinelayout.ensure() / curvinelayout.CACHE_RUNTIME_DIR
+    image = image_of_the_samples()
+    for sample, (theirs, changes) in CHANGES.items():
+        ours = [line for line in (SAMPLES / sample).read_text().splitlines() if not line.startswith("# ")]
+        original = (theirs_dir / theirs).read_text().splitlines()
+        removed = [line.strip() for line in original if line not in ours]
+        added = [line.strip().replace(image, "IMAGE") for line in ours if line not in original]
+        assert sorted(r.removeprefix("image: ") for r in removed) == sorted(
+            c[0] for c in changes if c[0] is not None
+        ), (sample, removed)
+        assert sorted(a.removeprefix("image: ") for a in added) == sorted(c[1] for c in changes), (
+            sample,
+            added,
+        )

@@ -117,6 +117,23 @@ def test_first_master_port_is_used_across_the_containers_in_order() -> None:
     assert attributes["master-addrs"] == "svc-ds1-master.team-a.svc:7000"
 
 
+def test_without_a_container_port_the_port_the_master_is_probed_on_serves() -> None:
+    """Curvine's own class declares no containerPort; its master's readinessProbe connects to 8995."""
+    containers = [
+        {"name": "master", "image": "m:1", "readinessProbe": {"tcpSocket": {"port": 8995}}},
+        {"name": "side", "image": "s:1", "ports": []},
+    ]
+    runtime_class = with_spec(CURVINE_CLASS, "topology.master.template.spec.containers", containers)
+    attributes = build(DATASET, FUSE_RUNTIME, runtime_class).pv["spec"]["csi"]["volumeAttributes"]
+    assert attributes["master-addrs"] == "svc-ds1-master.team-a.svc:8995"
+    # A named probe port says no number: still refused, as is a probe over HTTP.
+    for probe in ({"tcpSocket": {"port": "rpc"}}, {"httpGet": {"port": 9000, "path": "/"}}):
+        containers = [{"name": "master", "image": "m:1", "readinessProbe": probe}]
+        runtime_class = with_spec(CURVINE_CLASS, "topology.master.template.spec.containers", containers)
+        with pytest.raises(RuntimeConfigError, match="no port for its master"):
+            build(DATASET, FUSE_RUNTIME, runtime_class)
+
+
 def test_clientless_class_needs_no_master_port() -> None:
     runtime_class = with_spec(MOONCAKE_CLASS, MASTER_PORTS, [])
     assert build(DATASET, CLIENTLESS_RUNTIME, runtime_class).pv["spec"]["csi"]["volumeAttributes"][
