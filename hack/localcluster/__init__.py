@@ -29,7 +29,8 @@ The parts, one a module, each importing only those above it:
     lifecycle     up, down, status, running: the control plane and real nodes composed
     userscluster  make demo's cluster: no kwok node, N untainted real nodes (3), the product's images
     product       the product as local processes (make up --fluid); needs the venv
-    peers/        the product's peers as local processes (Curvine); needs the venv
+    peers/        the product's peers as local processes (Curvine); needs the venv; and Curvine's
+                  binaries and its image layout (curvinebins, curvinelayout: standard library only)
     kubeletstandin, kubelet_volumes   kubelet's CSI calls for pods on kwok nodes (a process of its own)
     __main__      the command line: ``python -m localcluster up|down|status``
 

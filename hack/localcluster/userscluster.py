@@ -53,15 +53,16 @@ def curvine_image() -> Callable[[], Path]:
     install's FUSE runs it, so a user's cluster cannot do without it. The binaries are looked for now,
     so that a machine without them is told so before a cluster is started."""
     from images import curvine
-    from localcluster.peers import curvinebins
+    from localcluster.peers import curvinebins, curvinelayout
 
     try:
         bins = curvinebins.ensure()
+        curvinelayout.ensure()
     except curvinebins.CurvineBinsError as err:
         raise SystemExit(
             f"error: Curvine's image, which the default install runs, cannot be built: {err}"
         ) from None
-    return lambda: curvine.build(bins, curvinebins.version())
+    return lambda: curvine.build(bins, curvinelayout.root_dir(), curvinebins.version())
 
 
 def refuse_other_shape(state_dir: Path) -> None:

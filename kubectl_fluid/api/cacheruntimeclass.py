@@ -56,6 +56,17 @@ class ExecutionEntry(KubeModel):
 class ExecutionEntries(KubeModel):
     mount_ufs: ExecutionEntry | None = Field(default=None, alias="mountUFS")
     report_summary: ExecutionEntry | None = None
+    # Curvine's own class (curvine-docker/fluid/cache-runtime/) spells it so. A CRD's schema is exact:
+    # kubectl's strict validation would refuse the whole class, a lenient apply drop the entry.
+    report_summary_capitalised: ExecutionEntry | None = Field(
+        default=None,
+        alias="ReportSummary",
+        description="Curvine's spelling of reportSummary; reportSummary wins when both are set.",
+    )
+
+    def summary(self) -> ExecutionEntry | None:
+        """The reportSummary entry, under either spelling."""
+        return self.report_summary or self.report_summary_capitalised
 
 
 class RuntimeComponentDefinition(KubeModel):

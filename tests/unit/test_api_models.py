@@ -180,3 +180,17 @@ def test_runtime_class_fields_sit_at_the_top_level_with_upstreams_topology() -> 
     assert not worker.has_service()
     assert crc.component("client") is None
     assert CacheRuntimeClass.model_validate({"fileSystemType": "x"}).component("master") is None
+
+
+def test_report_summary_under_curvines_spelling_too() -> None:
+    """Curvine's own class writes ``ReportSummary``: accepted (the CRD has the field) and read as
+    reportSummary, which wins when both are there."""
+    from kubectl_fluid.api.cacheruntimeclass import ExecutionEntries, ExecutionEntry
+
+    curvine = ExecutionEntries.model_validate({"ReportSummary": {"command": ["report"], "timeout": 30}})
+    assert curvine.summary() == ExecutionEntry(command=["report"], timeout=30)
+    assert curvine.to_kube() == {"ReportSummary": {"command": ["report"], "timeout": 30}}
+    both = ExecutionEntries.model_validate(
+        {"ReportSummary": {"command": ["curvine"]}, "reportSummary": {"command": ["upstream"]}}
+    )
+    assert both.summary() == ExecutionEntry(command=["upstream"])

@@ -25,6 +25,7 @@ import shutil
 import sys
 import tarfile
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 HACK = Path(__file__).resolve().parents[2]
@@ -134,9 +135,10 @@ def find() -> Path | None:
         return None
 
 
-def main() -> int:
+def main(make: Callable[[], Path] = ensure) -> int:
+    """Print the folder ``make`` returns (curvinelayout.py's main too), or say why there is none."""
     try:
-        print(ensure())
+        print(make())
     except CurvineBinsError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
