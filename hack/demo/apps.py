@@ -86,3 +86,28 @@ def curvine_claim(name: str, namespace: str) -> dict[str, Any]:
             "resources": {"requests": {"storage": "1Gi"}},
         },
     }
+
+
+def volume_pod(name: str, namespace: str, claim: str, busybox: str, node: str) -> dict[str, Any]:
+    """A busybox pod on ``node`` with ``claim`` at /data, staying up for ``kubectl exec``."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "nodeSelector": {names.LABEL_HOSTNAME: node},
+            "containers": [
+                {
+                    "name": "app",
+                    "image": busybox,
+                    "imagePullPolicy": "IfNotPresent",
+                    "command": ["sh", "-c", f"echo {name} up; exec sleep 100000"],
+                    # No mountPropagation written: the webhook gives the volume of the driver
+                    # HostToContainer, so a FUSE mounted again reaches the running container.
+                    "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                }
+            ],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}],
+        },
+    }

@@ -11,14 +11,20 @@ on real nodes as a user runs them.
    ``kubectl fluid inject --wait``; inside its container a shell sources runtime.sh and puts a value
    through Mooncake; a second replica gets it back at its start (its log) and through ``kubectl exec``.
    The narration says which node runs what: the value crosses nodes on its way.
-2. FUSE: the sample Curvine cluster (a master and a worker, real pods from Curvine's image), then a PVC
-   of the sample ``curvine`` StorageClass (csi-provisioner → CreateVolume, a directory made in that
-   Curvine) mounted by two busybox pods, each on its own node. Each node runs one FUSE pod of Curvine's
-   own curvine-fuse from Curvine's image (``kubectl fluid mounts``: one mount per node); a file
-   written on one node is read on the other, and in Curvine itself (``cv fs ls`` in the master); a
-   FUSE pod is deleted and the running containers read the file again through its replacement; once
-   both pods are gone the FUSE pods are gone and nothing of the volume stays mounted on any node; a
-   last pod mounts the volume again and is left running.
+2. FUSE as Fluid runs it (hack/demo/datasetfuse.py): Curvine's own CacheRuntimeClass, Dataset and
+   CacheRuntime; its master elects itself, its worker registers; two pods on two nodes mount the
+   Dataset's PVC, each node gets the label and the runtime's client pod (Curvine's curvine-fuse), a
+   file crosses nodes; the label and clients stay after the apps (OnRuntimeDeleted); a pod is left
+   running. Applied before the clientless part, whose minute covers the master's 35 s probe delay.
+3. The CSI driver's own FUSE, for a StorageClass's volumes (Curvine's own CSI contract): the sample
+   Curvine cluster (a master and a worker, real pods from Curvine's image), then a PVC of the sample
+   ``curvine`` StorageClass (csi-provisioner → CreateVolume, a directory made in that Curvine)
+   mounted by two busybox pods, each on its own node. Each node runs one FUSE pod of Curvine's own
+   curvine-fuse from Curvine's image (``kubectl fluid mounts``: one mount per node); a file written on
+   one node is read on the other, and in Curvine itself (``cv fs ls`` in the master); a FUSE pod is
+   deleted and the running containers read the file again through its replacement; once both pods
+   are gone the FUSE pods are gone and nothing of the volume stays mounted on any node; a last pod
+   mounts the volume again and is left running.
 
 Everything stays afterwards for exploring: the demo's namespace, the sample Curvine cluster and
 StorageClass. The next ``make demo`` deletes them first and starts afresh; ``make down`` stops it all.
@@ -30,39 +36,41 @@ non-zero at the first step that does not do what it says.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import re
 import secrets
 import shlex
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
-import yaml
-
-import localcluster
-from demo.apps import APP, CONFIG_MAP, app_deployment, curvine_claim, master_metrics, sourced
+from demo import datasetfuse
+from demo.apps import APP, CONFIG_MAP, app_deployment, curvine_claim, master_metrics, sourced, volume_pod
+from demo.narration import (
+    REPO,
+    SAMPLES,
+    Cluster,
+    DemoError,
+    eventually,
+    in_namespace,
+    pod_ready,
+    ready,
+    say,
+    step,
+)
 from kubectl_fluid.api import names
 from localcluster import realnodes as realnode
 
-REPO = Path(__file__).resolve().parents[2]
-VENV_BIN = Path(sys.executable).parent
 NS = "fluid-demo"
 DS = "demo"
 SYSTEM = "fluid-system"
 APP_NAME = "demo-app"
 KEY = "greeting"
-SAMPLES = REPO / "manifests" / "samples"
 # The sample Curvine cluster, as users apply it (in `default`, which its addresses name).
 CURVINE_SAMPLE = SAMPLES / "curvine-cluster.yaml"
 CURVINE_NS = "default"
 CURVINE_MASTER = "curvine-master-0"
-# The lines of `cv report` shown: the master, the worker and what it brings.
-REPORTED = ("active_master", "capacity", "available", "live_worker_num", "live_worker_list")
 CLAIM = "shared"
 LEFT_RUNNING = "reader"
 # What the last lines suggest trying, each on what the demo left.
@@ -71,119 +79,6 @@ NEXT = (
     "kubectl fluid mounts -o wide",
     f"kubectl exec -n {NS} {LEFT_RUNNING} -- cat /data/hello.txt",
 )
-T = TypeVar("T")
-
-
-class DemoError(Exception):
-    pass
-
-
-# ------------------------------------------------------------------ narration
-
-
-def step(title: str) -> None:
-    print(f"\n\033[1m==> {title}\033[0m", flush=True)
-
-
-def say(text: str) -> None:
-    print(f"    {text}", flush=True)
-
-
-class Cluster:
-    def __init__(self, kubeconfig: Path, state_dir: Path) -> None:
-        self.kubeconfig = kubeconfig
-        self.state_dir = state_dir
-        cluster = localcluster.Cluster.load(state_dir)
-        if cluster is None:
-            raise DemoError(f"no cluster in {state_dir}: run `make demo`, which starts it")
-        self.cluster = cluster
-        self.kubectl_bin = str(Path(cluster.bin_dir) / "kubectl")
-        # The node's busybox image, named from its binary (found now: the build's check of the
-        # binaries prints, and the narration should not carry it).
-        self.busybox = realnode.busybox_of(realnode.node_bins())
-        self.nodes = sorted(n.name for n in realnode.recorded(cluster))
-        if not self.nodes:
-            raise DemoError(f"no real node is running in {state_dir}: run `make demo`, which starts them")
-        # `kubectl fluid` finds the plugin on PATH, as it would for an operator.
-        self.env = {
-            **os.environ,
-            "KUBECONFIG": str(kubeconfig),
-            "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}",
-        }
-
-    def run(
-        self,
-        *args: str,
-        stdin: str | None = None,
-        show: bool = True,
-        check: bool = True,
-        shown: Callable[[str], bool] = lambda line: True,
-    ) -> str:
-        """``kubectl ARGS`` (shown as the operator would type it, with the lines of its output that
-        ``shown`` keeps)."""
-        if show:
-            print(f"$ kubectl {shlex.join(args)}", flush=True)
-        done = subprocess.run(
-            [self.kubectl_bin, *args], input=stdin, capture_output=True, text=True, env=self.env, check=False
-        )
-        # stderr too when it worked: kubectl's "No resources found" and the like.
-        for out in (done.stdout, done.stderr if done.returncode == 0 else ""):
-            kept = [line for line in out.splitlines() if shown(line)]
-            if show and kept:
-                print("\n".join(kept), flush=True)
-        if done.returncode != 0 and check:
-            raise DemoError(f"kubectl {shlex.join(args)} failed: {done.stderr.strip()}")
-        return done.stdout
-
-    def apply(self, *objects: dict[str, Any]) -> None:
-        body = json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objects)})
-        self.run("apply", "-f", "-", stdin=body)
-
-    def get_json(self, *args: str) -> Any:
-        return json.loads(self.run("get", *args, "-o", "json", show=False))
-
-
-def eventually(check: Callable[[], T | None], what: str, timeout: float = 60) -> T:
-    deadline = time.monotonic() + timeout
-    last: object = None
-    while time.monotonic() < deadline:
-        try:
-            value = check()
-        except (DemoError, OSError, ValueError, KeyError) as err:
-            last = err
-        else:
-            if value:
-                return value
-            last = value
-        time.sleep(0.3)
-    raise DemoError(f"timed out after {timeout:.0f}s waiting for {what} (last seen: {last!r})")
-
-
-def ready(pod: dict[str, Any]) -> bool:
-    conditions = pod.get("status", {}).get("conditions", [])
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
-
-
-def pod_ready(k: Cluster, namespace: str, name: str) -> dict[str, Any]:
-    """The pod once Ready; until then an error saying why each container waits (a timeout shows it)."""
-    pod: dict[str, Any] = k.get_json("pod", name, "-n", namespace)
-    if ready(pod):
-        return pod
-    waiting = {
-        c["name"]: c["state"]["waiting"].get("reason")
-        for c in pod.get("status", {}).get("containerStatuses", [])
-        if "waiting" in c.get("state", {})
-    }
-    raise DemoError(f"pod {name} {pod.get('status', {}).get('phase')}, waiting: {waiting}")
-
-
-def in_namespace(path: Path, namespace: str) -> list[dict[str, Any]]:
-    """A sample's objects as its file has them, moved to the demo's namespace."""
-    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
-    for doc in docs:
-        if "namespace" in doc.get("metadata", {}):
-            doc["metadata"]["namespace"] = namespace
-    return docs
 
 
 # ------------------------------------------------------------------ deploy
@@ -229,8 +124,8 @@ def clientless(k: Cluster) -> None:
     )
     # The runtime's Ready condition follows its pods' readiness, a moment after them.
     eventually(lambda: ready(k.get_json("cacheruntime", DS, "-n", NS)), f"CacheRuntime {DS} Ready")
-    k.run("get", "dataset,cacheruntime", "-n", NS)
-    k.run("get", "pods", "-n", NS, "-o", "wide")
+    k.run("get", "dataset,cacheruntime", DS, "-n", NS)
+    k.run("get", "pods", "-n", NS, "-l", f"{names.LABEL_CACHERUNTIME_NAME}={DS}", "-o", "wide")
     master_ip = str(master["status"]["podIP"])
     segment = eventually(
         lambda: master_metrics(master_ip).get("segment_total_capacity_bytes"),
@@ -314,7 +209,10 @@ def not_glog(line: str) -> bool:
 
 
 def curvine(k: Cluster) -> None:
-    step("FUSE data path: the sample Curvine cluster, its master and worker as real pods")
+    step(
+        "The CSI driver's own FUSE, for a StorageClass's volumes (Curvine's own CSI contract):"
+        " the sample Curvine cluster"
+    )
     k.run("apply", "-f", str(CURVINE_SAMPLE))
     for workload in ("statefulset/curvine-master", "statefulset/curvine-worker"):
         k.run("rollout", "status", "-n", CURVINE_NS, workload, "--timeout=300s")
@@ -324,7 +222,7 @@ def curvine(k: Cluster) -> None:
         "the worker registered at the master",
         120,
     )
-    cv(k, "report", shown=lambda line: line.split(":")[0].strip() in REPORTED)
+    cv(k, "report", shown=lambda line: line.split(":")[0].strip() in datasetfuse.REPORTED)
 
 
 def cv(k: Cluster, *args: str, show: bool = True, shown: Callable[[str], bool] = lambda line: True) -> str:
@@ -347,7 +245,7 @@ def fuse(k: Cluster) -> None:
     k.run("delete", "storageclass", "curvine", "--ignore-not-found", show=False)
     k.run("apply", "-f", str(SAMPLES / "storageclass-curvine.yaml"))
     busybox = k.busybox
-    k.apply(claim(), *(volume_pod(name, busybox, node) for name, node in placed.items()))
+    k.apply(claim(), *(volume_pod(name, NS, CLAIM, busybox, node) for name, node in placed.items()))
     eventually(
         lambda: k.get_json("pvc", CLAIM, "-n", NS).get("status", {}).get("phase") == "Bound",
         f"PVC {CLAIM} Bound (csi-provisioner → CreateVolume, a directory made in Curvine)",
@@ -364,7 +262,7 @@ def fuse(k: Cluster) -> None:
     say("neither pod wrote mountPropagation: the webhook gave both /data mounts HostToContainer")
 
     def a_mount_per_node() -> list[dict[str, Any]] | None:
-        items = [i for i in k.get_json("fusemounts")["items"] if i["spec"]["nodeName"] in placed.values()]
+        items = [i for i in standalone_mounts(k) if i["spec"]["nodeName"] in placed.values()]
         ready_ = [i for i in items if i.get("status", {}).get("phase") == "Ready"]
         targets = [t for i in ready_ for v in i["status"].get("volumes", []) for t in v.get("targets", [])]
         return items if len(ready_) == len(set(placed.values())) and len(targets) == 2 else None
@@ -414,7 +312,7 @@ def teardown(k: Cluster, marks: list[str]) -> None:
     step("Deleting both pods: targets unpublished, the volume unstaged, each node's FUSE pod stopped")
     k.run("delete", "pod", "reader-a", "reader-b", "-n", NS, "--wait=true")
     eventually(lambda: not fuse_pods(k), "the FUSE pods gone", timeout=120)
-    eventually(lambda: not k.get_json("fusemounts")["items"], "the FuseMounts gone")
+    eventually(lambda: not standalone_mounts(k), "the FuseMounts of the CSI node's own FUSE gone")
     k.run("fluid", "mounts")
     nodes = realnode.recorded(k.cluster)
     left: list[str] = []
@@ -436,7 +334,7 @@ def teardown(k: Cluster, marks: list[str]) -> None:
 
 def left_running(k: Cluster, busybox: str, text: str) -> None:
     step("The volume mounted again by a pod left running for you: the file is still in Curvine")
-    k.apply(volume_pod(LEFT_RUNNING, busybox, k.nodes[len(k.nodes) // 2]))
+    k.apply(volume_pod(LEFT_RUNNING, NS, CLAIM, busybox, k.nodes[len(k.nodes) // 2]))
     eventually(lambda: pod_ready(k, NS, LEFT_RUNNING), f"pod {LEFT_RUNNING} Running with its volume", 180)
     again = k.run("exec", "-n", NS, LEFT_RUNNING, "--", "cat", "/data/hello.txt").strip()
     if again != text:
@@ -479,43 +377,28 @@ def fuse_pods(k: Cluster) -> dict[str, str]:
     }
 
 
+def standalone_mounts(k: Cluster) -> list[dict[str, Any]]:
+    """The FuseMounts of the CSI node's own FUSE (not the Dataset's, whose FUSE is its client)."""
+    return [i for i in k.get_json("fusemounts")["items"] if i["spec"].get("mode") != names.CLIENT_MODE]
+
+
 def fuse_node(k: Cluster, pod: str) -> str:
     return str(k.get_json("pod", pod, "-n", SYSTEM)["spec"]["nodeName"])
-
-
-def volume_pod(name: str, busybox: str, node: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {
-            "terminationGracePeriodSeconds": 1,
-            "nodeSelector": {names.LABEL_HOSTNAME: node},
-            "containers": [
-                {
-                    "name": "app",
-                    "image": busybox,
-                    "imagePullPolicy": "IfNotPresent",
-                    "command": ["sh", "-c", f"echo {name} up; exec sleep 100000"],
-                    # No mountPropagation written: the webhook gives the volume of the driver
-                    # HostToContainer, so a FUSE mounted again reaches the running container.
-                    "volumeMounts": [{"name": "data", "mountPath": "/data"}],
-                }
-            ],
-            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": CLAIM}}],
-        },
-    }
 
 
 # ------------------------------------------------------------------ main
 
 
 def fresh_start(k: Cluster) -> None:
-    """The previous demo's objects go first (they stay after a demo, for exploring): its namespace,
-    then the sample Curvine cluster and StorageClass (the namespace's volumes go before their
-    Curvine, so DeleteVolume still finds it)."""
+    """The previous demo's objects go first (they stay after a demo, for exploring): Curvine's
+    Dataset's apps and clients, its namespace, then the sample Curvine cluster and StorageClass (the
+    namespace's volumes go before their Curvine, so DeleteVolume still finds it)."""
     if k.run("get", "namespace", NS, "--ignore-not-found", "-o", "name", show=False).strip():
+        datasetfuse.take_down(k, NS)
         k.run("delete", "namespace", NS, "--wait=true", "--timeout=300s", show=False)
+    # A label left by a demo stopped midway (nothing else removes it once the runtime is gone) would
+    # start the next demo's client before any pod asks for it.
+    k.run("label", "nodes", "--all", f"{datasetfuse.label(NS)}-", show=False)
 
     def volumes_left() -> list[str]:
         listed = k.get_json("pv")["items"]
@@ -539,7 +422,9 @@ def main(argv: list[str] | None = None) -> int:
         k = Cluster(state_dir / "kubeconfig", state_dir)
         deploy(k)
         fresh_start(k)
+        datasetfuse.apply(k, NS)
         clientless(k)
+        datasetfuse.narrate(k, NS)
         curvine(k)
         fuse(k)
     except DemoError as err:

@@ -2,8 +2,10 @@
 real kubelet, twice in a row (the second reuses the cluster, the node and its images, and starts the
 demo's objects afresh), then ``make down``, after which nothing it started runs and nothing it mounted
 stays, in the state dir or in the real node's own folder. Each run's FUSE is Curvine's own
-curvine-fuse on the sample Curvine cluster in pods, the file written is in Curvine, and what the demo
-made is still there afterwards for the commands it suggests, which work."""
+curvine-fuse: the client pods of Curvine's own Dataset and CacheRuntime (mode client, on the nodes
+NodeStage labelled), and the CSI node's FUSE pods on the sample Curvine cluster for a StorageClass's
+volume; the files written are in Curvine, and what the demo made is still there afterwards for the
+commands it suggests, which work."""
 
 from __future__ import annotations
 
@@ -97,6 +99,7 @@ def left_for_exploring(state: Path, out: str) -> None:
     assert "fluid-demo" in datasets, datasets
     assert "demo" in datasets, datasets
     assert "curvine-master-0.curvine-master.default.svc:8995" in mounts, mounts
+    assert "client:fluid-demo/curvine-demo" in mounts, mounts  # the Dataset's app left running
     assert cat.startswith("written in reader-a at "), cat
 
 
@@ -120,6 +123,13 @@ def test_make_demo_twice_then_make_down_leaves_nothing(tmp_path: Path) -> None:
             assert "no FUSE mount and no bind mount left on any of the" in out, out[-3000:]
             assert "REFS" in out  # kubectl fluid mounts showed the shared mount
             assert "both containers read the file again" in out, out[-3000:]
+            # Issue 30: Curvine's own Dataset, its runtime's client as the FUSE of its PVC.
+            assert "the master elected itself (curvine-demo-master-0), one worker" in out, out[-3000:]
+            assert re.search(r"NodeStage labelled real-node-\d and real-node-\d; the runtime's client", out)
+            assert "2 mount(s) of mode client" in out, out[-3000:]
+            assert "client:fluid-demo/curvine-demo" in out, out[-3000:]  # kubectl fluid mounts, mode client
+            assert "/from-app-a.txt" in out.split("and is in Curvine")[1], out[-3000:]  # cv fs ls
+            assert "OnRuntimeDeleted, keeps each node's label and client" in out, out[-3000:]
             # Issue 29: three nodes, and the narration says where things ran.
             assert re.search(r"put on real-node-\d, got on real-node-\d, held in the worker's memory", out), (
                 out[-3000:]
