@@ -28,6 +28,7 @@ from controller.desired import Children, desired_children
 from controller.desired.status import component_status, components_waiting, not_running
 from controller.desired.storage import kept_volume_source, pv_conflict, pv_holder
 from controller.events import Recorder
+from controller.fuselabels import remove_fuse_labels
 from controller.inuse import ClassIndex, dataset_in_use_message, dataset_users, pvc_users, shown
 from kubectl_fluid.api import names
 from kubectl_fluid.api.cacheruntime import CacheRuntime
@@ -152,6 +153,8 @@ class Reconciler:
             return await self._delete_dataset(ds_obj, rt_obj)
         if ds_obj is None:
             await self._cleanup_orphan_pv(namespace, name)
+            if rt_obj is None or rt_obj["metadata"].get("deletionTimestamp"):
+                await self._remove_fuse_labels(namespace, name)
             if rt_obj is not None:
                 await self._runtime_problem(
                     rt_obj,
@@ -165,6 +168,7 @@ class Reconciler:
             return Result()
         finalized = names.DATASET_FINALIZER in ds_obj["metadata"].get("finalizers", [])
         if rt_obj is None or rt_obj["metadata"].get("deletionTimestamp"):
+            await self._remove_fuse_labels(namespace, name)
             if not finalized:
                 ds_obj = await self._add_finalizer(ds_obj)
             if rt_obj is not None:
@@ -545,6 +549,13 @@ class Reconciler:
             and pv_conflict(pv, namespace, name) is None
         ):
             await self._delete(resources.PERSISTENT_VOLUMES, pv)
+
+    async def _remove_fuse_labels(self, namespace: str, name: str) -> None:
+        """The runtime is gone or going: its client's node labels go with it (controller/fuselabels.py)."""
+        for node in await remove_fuse_labels(self.request, namespace, name):
+            metrics.WRITES.labels("patch", "nodes").inc()
+            label = names.fuse_node_label(namespace, name)
+            log.info("removed %s from node %s: its runtime is gone", label, node)
 
     # ------------------------------------------------------------------ deletion
 

@@ -13,8 +13,11 @@ runtime's overrides merged in, in upstream's order (``transform_common.go``,
 5. the first init container gets the injected variables before its own;
 then per component: worker and client their tiered store; the worker its placement (``scheduling``)
 and labels; every component its volumes (``volumes``); the client a nodeSelector on the dataset's
-FUSE nodes and the FUSE mount point, a hostPath at the target path mounted ``Bidirectional`` in its
-first container (the container must be privileged, as the API server requires).
+FUSE nodes and the FUSE mount point, a hostPath mounted ``Bidirectional`` in its first container
+(the container must be privileged, as the API server requires). The hostPath is the target path's
+folder, where upstream's is the target path itself: a client whose FUSE died (killed, OOM-killed)
+leaves a dead mount at the target path, which kubelet and the container runtime cannot stat, so a
+client container could never start again there; the folder stays a plain directory.
 
 Last, the controller's labels go on the pods (the selectors need them, so they win over the
 template's), and every quantity is written in the API server's canonical form.
@@ -71,12 +74,12 @@ def pod_template(scope: Scope, component: names.Component) -> dict[str, Any]:
     apply_volumes(scope, component, pod)
     if component == "client":
         pod["nodeSelector"][names.fuse_node_label(scope.namespace, scope.name)] = names.TRUE
-        target = names.target_path(scope.namespace, scope.name)
+        shared = names.client_shared_path(scope.namespace, scope.name)
         volume = names.FUSE_SHARED_PATH_VOLUME
         add_volume(
-            pod, {"name": volume, "hostPath": {"path": target, "type": names.PATH_TYPE_DIRECTORY_OR_CREATE}}
+            pod, {"name": volume, "hostPath": {"path": shared, "type": names.PATH_TYPE_DIRECTORY_OR_CREATE}}
         )
-        add_mount(main, {"name": volume, "mountPath": target, "mountPropagation": "Bidirectional"})
+        add_mount(main, {"name": volume, "mountPath": shared, "mountPropagation": "Bidirectional"})
     if not pod["nodeSelector"]:
         del pod["nodeSelector"]
     meta["labels"] = {**(meta.get("labels") or {}), **component_labels(scope, component)}

@@ -177,7 +177,7 @@ PLACEMENT_SHARED: Final = "Shared"
 LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
 # The class whose extraResources a shared ConfigMap is: another class's of the same name is a conflict.
 LABEL_RUNTIME_CLASS: Final = "fluid.io/runtime-class"
-# The client's hostPath volume at the dataset's target path (its FUSE mount point on the node).
+# The client's hostPath volume holding the dataset's target path (its FUSE mount point on the node).
 FUSE_SHARED_PATH_VOLUME: Final = "fluid-cache-runtime-shared-path"
 
 # --- CSI driver (SPEC §5) -------------------------------------------------------------------------
@@ -359,8 +359,15 @@ RUNTIME_MOUNT_ROOT: Final = "/runtime-mnt"
 
 
 def target_path(namespace: str, dataset: str) -> str:
-    """A CacheRuntime client's FUSE mount on the host: its hostPath, and its PV's ``fluid_path``."""
-    return f"{RUNTIME_MOUNT_ROOT}/cache/{namespace}/{dataset}/cache-fuse"
+    """A CacheRuntime client's FUSE mount on the host, and its PV's ``fluid_path``."""
+    return f"{client_shared_path(namespace, dataset)}/cache-fuse"
+
+
+def client_shared_path(namespace: str, dataset: str) -> str:
+    """The folder of ``target_path()``: the client's hostPath (Bidirectional). Not the mount point
+    itself, as upstream has it: a FUSE that died leaves a mount there that answers ENOTCONN, and the
+    kubelet and the runtime stat a hostPath to start a container, so the client could not restart."""
+    return f"{RUNTIME_MOUNT_ROOT}/cache/{namespace}/{dataset}"
 
 
 def empty_dir_tier_mount_path(level: int) -> str:

@@ -128,7 +128,7 @@ def test_the_client_runs_on_the_nodes_labelled_for_its_dataset(
     )
     assert [p.spec.node_name for p in pods.items] == [node]
     mounts = {m.mount_path: m for m in pods.items[0].spec.containers[0].volume_mounts}
-    assert mounts[names.target_path(fl.ns, "fc")].mount_propagation == "Bidirectional"
+    assert mounts[names.client_shared_path(fl.ns, "fc")].mount_propagation == "Bidirectional"
 
 
 def test_the_runtime_is_ready_only_once_its_master_and_workers_have_ready_pods(

@@ -166,16 +166,19 @@ def test_node_selector_is_the_templates_then_the_runtimes_and_tolerations_are_ap
 def test_the_client_runs_on_the_datasets_fuse_nodes_with_its_mount_point() -> None:
     client = pod(fuse().daemonset)
     assert client["nodeSelector"] == {"fluid.io/f-team-a-ds1": "true"}
-    target = "/runtime-mnt/cache/team-a/ds1/cache-fuse"
+    # The target path's folder, not the mount point (upstream's): a dead FUSE there cannot be stat'ed.
+    shared = "/runtime-mnt/cache/team-a/ds1"
     assert client["volumes"][-1] == {
         "name": "fluid-cache-runtime-shared-path",
-        "hostPath": {"path": target, "type": "DirectoryOrCreate"},
+        "hostPath": {"path": shared, "type": "DirectoryOrCreate"},
     }
     assert main_container(fuse().daemonset)["volumeMounts"][-1] == {
         "name": "fluid-cache-runtime-shared-path",
-        "mountPath": target,
+        "mountPath": shared,
         "mountPropagation": "Bidirectional",
     }
+    env = {e["name"]: e.get("value") for e in main_container(fuse().daemonset)["env"]}
+    assert env["FLUID_RUNTIME_MOUNT_PATH"] == f"{shared}/cache-fuse"
 
 
 def test_the_templates_other_fields_are_kept() -> None:

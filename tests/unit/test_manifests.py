@@ -167,6 +167,8 @@ EXPECTED_CLUSTER_GRANTS = {
     *((g, "events", v) for g in ("", "events.k8s.io") for v in ("create", "patch")),
     # Lost nodes: their readiness watched, their FuseMounts' status marked Unknown (never the objects).
     *(("", "nodes", v) for v in ("list", "watch")),
+    # A runtime gone: its client's fluid.io/f-* labels taken off the Nodes (controller/fuselabels.py).
+    ("", "nodes", "patch"),
     *((names.GROUP, "fusemounts", v) for v in ("list", "watch")),
     (names.GROUP, "fusemounts/status", "patch"),
 }

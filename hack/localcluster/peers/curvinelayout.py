@@ -53,7 +53,10 @@ SKIPPED = ("etc/grafana",)
 # Curvine bugs that block its files here, fixed in the image (never in the files users apply):
 # patch → the source file it changes.
 PATCH_DIR = REPO / "images" / "curvine"
-PATCHES = {"fluid-client-options-to-fuse.patch": "curvine-docker/fluid/generate_config.py"}
+PATCHES = {
+    "fluid-client-options-to-fuse.patch": "curvine-docker/fluid/generate_config.py",
+    "fluid-client-dead-mount.patch": "curvine-docker/fluid/entrypoint.sh",
+}
 # Curvine's cache-runtime files (the class, a Dataset and CacheRuntime, a test pod), beside the layout
 # for whoever copies them (the e2e's samples say how theirs differ).
 CACHE_RUNTIME = "curvine-docker/fluid/cache-runtime"
