@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from controller import metrics
 from controller.classguard import deleting_class_message
+from controller.clientfirst import client_pods
 from controller.compare import contains, merge_patch
 from controller.conditions import same_status, set_condition
 from controller.desired import Children, desired_children
@@ -45,6 +46,8 @@ Key = tuple[str, str]
 
 # While pods use a Dataset its deletion waits; we look again this often.
 IN_USE_RECHECK = 5.0
+# A client pod's preStop unmounts its FUSE within its grace period: look again soon.
+CLIENT_GONE_RECHECK = 2.0
 MISSING_SECRET_RECHECK = 10.0
 # A PV name held by a PV we do not watch (one without our labels) is looked at again this often.
 NAME_CONFLICT_RECHECK = 30.0
@@ -584,7 +587,8 @@ class Reconciler:
         finalizers = meta.get("finalizers", [])
         if names.DATASET_FINALIZER not in finalizers:
             return Result()
-        users = dataset_users(await self._pods(namespace), name)
+        pods = await self._pods(namespace)
+        users = dataset_users(pods, name)
         if users:
             message = dataset_in_use_message(name, users)
             await self.recorder.event(ds_obj, "Warning", "DatasetInUse", message)
@@ -595,6 +599,8 @@ class Reconciler:
             await self._write_status(DATASETS, ds_obj, {**status, "conditions": conditions})
             return Result(IN_USE_RECHECK)
         if rt_obj is not None and not rt_obj["metadata"].get("deletionTimestamp"):
+            if await self._client_still_up(namespace, name, pods):
+                return Result(CLIENT_GONE_RECHECK)
             await self._delete(CACHERUNTIMES, rt_obj)  # its children follow through owner references
         await self._cleanup_orphan_pv(namespace, name)
         index = finalizers.index(names.DATASET_FINALIZER)
@@ -616,6 +622,17 @@ class Reconciler:
         metrics.WRITES.labels("patch", "datasets").inc()
         log.info("released dataset", extra={"namespace": namespace, "dataset": name})
         return Result()
+
+    async def _client_still_up(self, namespace: str, name: str, pods: list[dict[str, Any]]) -> bool:
+        """Delete the runtime's client DaemonSet, and say whether client pods are left to wait for
+        (controller/clientfirst.py says why the client goes before the master)."""
+        left = client_pods(pods, name)
+        daemonset = self.caches.daemonsets.get(namespace, names.component_name(name, "client"))
+        if daemonset is not None and not daemonset["metadata"].get("deletionTimestamp"):
+            await self._delete(resources.DAEMONSETS, daemonset)
+        if left:
+            log.info("waiting for the client pods to go before the master", extra={"pods": left})
+        return bool(left)
 
     async def _pods(self, namespace: str) -> list[dict[str, Any]]:
         """The namespace's pods, listed only while a Dataset waits to be deleted or its storage to
