@@ -13,9 +13,6 @@ Read back through the official client, kubectl fluid and the kernel's mount tabl
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,8 +22,6 @@ import grpc
 import pytest
 from kubernetes import client
 
-from csi.fuse import mounts
-from csi.fuse.clientfuse import Identity, client_mount, identity
 from csi.model.clientvolume import client_mount_key
 from csi.proto import csi_pb2, csi_pb2_grpc
 from kubectl_fluid.api import names
@@ -35,6 +30,7 @@ from tests.e2e.csicalls import stage_and_publish, unpublish_and_unstage
 from tests.e2e.fluid import service_account_kubeconfig
 from tests.e2e.test_csi_node import fusemounts, plugin_mounts
 from tests.e2e.wait import eventually
+from tests.standinclient import StandinClient
 
 pytestmark = pytest.mark.skipif(
     not Path("/dev/fuse").exists() or os.geteuid() != 0, reason="real FUSE mounts need root and /dev/fuse"
@@ -43,40 +39,8 @@ pytestmark = pytest.mark.skipif(
 WAIT = 4.0
 
 
-class Client:
-    """A runtime's client on the node: its FUSE at the dataset's target path (the stand-in)."""
-
-    def __init__(self, root: Path) -> None:
-        self.fluid_path = root / "runtime-mnt" / "cache-fuse"
-        self.data = root / "data"
-        self.proc: subprocess.Popen[str] | None = None
-
-    def start(self) -> None:
-        self.fluid_path.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "-m", "csi.standin.fusestandin", "--master-addrs", "client:1",
-                "--mnt-path", str(self.fluid_path)]  # fmt: skip
-        env = {**os.environ, "CURVINE_STANDIN_DATA": str(self.data)}
-        self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdout is not None
-        assert self.proc.stdout.readline().strip() == "ready"
-
-    def kill_9(self) -> None:
-        """As a crash or an OOM kill: the mount stays broken until the next client takes it off."""
-        assert self.proc is not None
-        self.proc.kill()
-        self.proc.wait()
-        mounts.unmount(self.fluid_path, lazy=True)
-
-    def mounted(self) -> Identity | None:
-        mount = client_mount(str(self.fluid_path))
-        return None if mount is None else identity(mount)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(10)
-        for m in reversed(mounts.mounted_at(self.fluid_path)):
-            mounts.unmount(m.mount_point, lazy=True)
+def client_at(root: Path) -> StandinClient:
+    return StandinClient(root / "runtime-mnt" / "cache-fuse", root / "data")
 
 
 @pytest.fixture
@@ -105,8 +69,8 @@ def csi_node(
 
 
 @pytest.fixture
-def runtime_client(tmp_path: Path) -> Iterator[Client]:
-    c = Client(tmp_path / "client")
+def runtime_client(tmp_path: Path) -> Iterator[StandinClient]:
+    c = client_at(tmp_path / "client")
     try:
         yield c
     finally:
@@ -169,7 +133,7 @@ def test_the_runtimes_client_serves_a_datasets_pv_shared_rebound_and_unlabelled(
     k8s: client.ApiClient,
     namespace: str,
     csi_node: CsiNode,
-    runtime_client: Client,
+    runtime_client: StandinClient,
 ) -> None:
     cache_runtime(k8s, namespace, names.CLEAN_POLICY_ON_DEMAND)
     client_pod(core, namespace, csi_node.name)
@@ -228,7 +192,11 @@ def test_the_runtimes_client_serves_a_datasets_pv_shared_rebound_and_unlabelled(
 
 
 def test_a_missing_client_is_failed_precondition_and_on_runtime_deleted_keeps_the_label(
-    core: client.CoreV1Api, k8s: client.ApiClient, namespace: str, csi_node: CsiNode, runtime_client: Client
+    core: client.CoreV1Api,
+    k8s: client.ApiClient,
+    namespace: str,
+    csi_node: CsiNode,
+    runtime_client: StandinClient,
 ) -> None:
     cache_runtime(k8s, namespace, names.CLEAN_POLICY_ON_DEMAND)
     client_pod(core, namespace, csi_node.name)

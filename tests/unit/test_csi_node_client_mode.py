@@ -8,9 +8,6 @@ module and test_csi_client_fuse.py cover them.)"""
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -20,10 +17,10 @@ import grpc
 import pytest
 
 from csi.fuse import mounts
-from csi.fuse.clientfuse import Identity, client_mount, identity
 from csi.model.clientvolume import client_mount_key
 from csi.proto import csi_pb2
 from kubectl_fluid.api import names
+from tests.standinclient import StandinClient
 from tests.unit.test_csi_node import Driver, leftovers, running
 
 pytestmark = pytest.mark.skipif(
@@ -33,41 +30,11 @@ pytestmark = pytest.mark.skipif(
 WAIT = 3.0
 
 
-class Client:
-    """A runtime's client: a FUSE at the dataset's target path, started and killed as a pod would be."""
-
-    def __init__(self, root: Path) -> None:
-        self.fluid_path = root / "runtime-mnt" / "cache" / "team" / "ds" / "cache-fuse"
-        self.data = root / "client-data"
-        self.proc: subprocess.Popen[str] | None = None
-
-    def start(self) -> None:
-        self.fluid_path.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "CURVINE_STANDIN_DATA": str(self.data)}
-        argv = [sys.executable, "-m", "csi.standin.fusestandin", "--master-addrs", "client:1",
-                "--mnt-path", str(self.fluid_path)]  # fmt: skip
-        self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
-        assert self.proc.stdout is not None
-        assert self.proc.stdout.readline().strip() == "ready"
-
-    def kill_9(self) -> None:
-        """A crash: the mount stays, broken, until the next client takes it off (as its start does)."""
-        assert self.proc is not None
-        self.proc.kill()
-        self.proc.wait()
-        mounts.unmount(self.fluid_path, lazy=True)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(10)
-
-    def mount_id(self) -> Identity | None:
-        mount = client_mount(str(self.fluid_path))
-        return None if mount is None else identity(mount)
+def client_at(root: Path) -> StandinClient:
+    return StandinClient(root / "runtime-mnt" / "cache" / "team" / "ds" / "cache-fuse", root / "client-data")
 
 
-def client_volume(client: Client, volume_id: str, sub_path: str = "") -> csi_pb2.Volume:
+def client_volume(client: StandinClient, volume_id: str, sub_path: str = "") -> csi_pb2.Volume:
     context = {
         names.VOLUME_ATTR_DATASET_NAMESPACE: "team",
         names.VOLUME_ATTR_DATASET_NAME: "ds",
@@ -82,8 +49,8 @@ def client_volume(client: Client, volume_id: str, sub_path: str = "") -> csi_pb2
 
 
 @pytest.fixture
-def client(tmp_path: Path) -> Iterator[Client]:
-    c = Client(tmp_path)
+def client(tmp_path: Path) -> Iterator[StandinClient]:
+    c = client_at(tmp_path)
     try:
         yield c
     finally:
@@ -98,7 +65,7 @@ def driver(tmp_path: Path) -> Iterator[Driver]:
         yield d
 
 
-def own_leftovers(driver: Driver, client: Client) -> list[str]:
+def own_leftovers(driver: Driver, client: StandinClient) -> list[str]:
     return [path for path in leftovers(driver) if not path.startswith(str(client.fluid_path))]
 
 
@@ -110,7 +77,7 @@ def read(path: Path) -> str | None:
 
 
 def test_stage_waits_for_the_client_binds_beneath_it_and_volumes_share_it(
-    driver: Driver, client: Client
+    driver: Driver, client: StandinClient
 ) -> None:
     whole, sub = client_volume(client, "team-ds"), client_volume(client, "team-ds-sub", "sub")
     staged: dict[str, str] = {}
@@ -147,21 +114,23 @@ def test_stage_waits_for_the_client_binds_beneath_it_and_volumes_share_it(
     driver.unstage(whole, staged["whole"])
     assert driver.state()["mounts"] == {}
     assert own_leftovers(driver, client) == []
-    assert client.mount_id() is not None  # the client's mount is the client's: left alone
+    assert client.mounted() is not None  # the client's mount is the client's: left alone
 
 
-def test_a_replaced_client_gets_the_running_targets_bound_again(driver: Driver, client: Client) -> None:
+def test_a_replaced_client_gets_the_running_targets_bound_again(
+    driver: Driver, client: StandinClient
+) -> None:
     client.start()
     volume = client_volume(client, "team-ds")
     staging = driver.stage(volume)
     target = driver.root / "pods" / "a"
     driver.publish(volume, staging, str(target))
     (target / "f").write_text("before")
-    first = client.mount_id()
+    first = client.mounted()
     client.kill_9()
     assert read(target / "f") is None  # the bind into the dead FUSE
     client.start()
-    assert client.mount_id() != first
+    assert client.mounted() != first
     deadline = time.monotonic() + 10
     while read(target / "f") != "before":
         assert time.monotonic() < deadline, "the target was never bound into the new client mount"
@@ -171,7 +140,9 @@ def test_a_replaced_client_gets_the_running_targets_bound_again(driver: Driver, 
     assert own_leftovers(driver, client) == []
 
 
-def test_a_client_that_never_mounts_is_failed_precondition_saying_so(driver: Driver, client: Client) -> None:
+def test_a_client_that_never_mounts_is_failed_precondition_saying_so(
+    driver: Driver, client: StandinClient
+) -> None:
     volume = client_volume(client, "team-ds")
     started = time.monotonic()
     with pytest.raises(grpc.RpcError) as caught:
@@ -189,7 +160,7 @@ def test_a_client_that_never_mounts_is_failed_precondition_saying_so(driver: Dri
 
 
 def test_a_restarted_node_service_adopts_the_client_mount_and_binds_again(
-    driver: Driver, client: Client
+    driver: Driver, client: StandinClient
 ) -> None:
     client.start()
     volume = client_volume(client, "team-ds")
@@ -205,4 +176,4 @@ def test_a_restarted_node_service_adopts_the_client_mount_and_binds_again(
     driver.unpublish(volume, str(target))
     driver.unstage(volume, staging)
     assert own_leftovers(driver, client) == []
-    assert client.mount_id() is not None
+    assert client.mounted() is not None
