@@ -282,7 +282,8 @@ def test_a_curvine_shaped_dataset_becomes_upstreams_runtime_json(
     ]
     client_mounts = {m["mountPath"] for m in client_ds["containers"][0]["volumeMounts"]}
     assert secrets not in client_mounts  # the client mounts no Secret unless the class asks
-    assert f"/runtime-mnt/cache/{namespace}/fs-cache/cache-fuse" in client_mounts
+    # The target path's folder (names.client_shared_path() says why not the mount point itself).
+    assert names.client_shared_path(namespace, "fs-cache") in client_mounts
     services = {s.metadata.name for s in fl.core.list_namespaced_service(namespace).items}
     assert services == {"svc-fs-cache-master", "svc-fs-cache-worker"}
 
