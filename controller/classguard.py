@@ -17,11 +17,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from controller import metrics
+from controller import finalizers
 from controller.events import Recorder
 from controller.inuse import ClassIndex, class_in_use_message
 from kubectl_fluid.api import names
-from kubectl_fluid.kube import http
 from kubectl_fluid.kube.resources import CACHERUNTIMECLASSES
 from kubectl_fluid.kube.watchcache import WatchCache
 
@@ -93,31 +92,14 @@ class ClassGuard:
 
     async def _add_finalizer(self, cls: dict[str, Any]) -> None:
         meta = cls["metadata"]
-        test: dict[str, Any] = {
-            "op": "test",
-            "path": "/metadata/resourceVersion",
-            "value": meta["resourceVersion"],
-        }
-        add: dict[str, Any]
-        if meta.get("finalizers"):
-            add = {"op": "add", "path": "/metadata/finalizers/-", "value": names.RUNTIME_CLASS_FINALIZER}
-        else:
-            add = {"op": "add", "path": "/metadata/finalizers", "value": [names.RUNTIME_CLASS_FINALIZER]}
-        updated = await self._patch(cls, [test, add])
+        updated = await self._patch(cls, finalizers.adding(cls, names.RUNTIME_CLASS_FINALIZER))
         if updated is not None:
             self.classes.observe(updated)
         log.info("guarding runtime class", extra={"runtimeClass": meta["name"]})
 
     async def _remove_finalizer(self, cls: dict[str, Any], *, deleting: bool) -> None:
         meta = cls["metadata"]
-        index = meta["finalizers"].index(names.RUNTIME_CLASS_FINALIZER)
-        updated = await self._patch(
-            cls,
-            [
-                {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
-                {"op": "remove", "path": f"/metadata/finalizers/{index}"},
-            ],
-        )
+        updated = await self._patch(cls, finalizers.removing(cls, names.RUNTIME_CLASS_FINALIZER))
         if updated is not None and not deleting:
             self.classes.observe(updated)  # a deleted class's last answer is for the watch to drop
         log.info(
@@ -129,16 +111,5 @@ class ClassGuard:
         """The class as the server answers, or None when it is gone. A failed ``test`` (someone wrote
         the class since the cache saw it) is an error: the key comes back with backoff and reads the
         cache afresh."""
-        try:
-            updated: dict[str, Any] = await self._request(
-                "PATCH",
-                CACHERUNTIMECLASSES.object_path(None, cls["metadata"]["name"]),
-                body=ops,
-                content_type=http.JSON_PATCH,
-            )
-        except http.ApiError as e:
-            if e.code == 404:
-                return None
-            raise
-        metrics.WRITES.labels("patch", CACHERUNTIMECLASSES.plural).inc()
+        updated: dict[str, Any] | None = await finalizers.send(self._request, CACHERUNTIMECLASSES, cls, ops)
         return updated

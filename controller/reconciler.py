@@ -20,17 +20,16 @@ from typing import Any
 import kr8s.asyncio
 from pydantic import ValidationError
 
-from controller import metrics
+from controller import finalizers, metrics
 from controller.classguard import deleting_class_message
-from controller.clientfirst import client_pods
 from controller.compare import contains, merge_patch
 from controller.conditions import same_status, set_condition
 from controller.desired import Children, desired_children
 from controller.desired.status import component_status, components_waiting, not_running
 from controller.desired.storage import kept_volume_source, pv_conflict, pv_holder
 from controller.events import Recorder
-from controller.fuselabels import remove_fuse_labels
 from controller.inuse import ClassIndex, dataset_in_use_message, dataset_users, pvc_users, shown
+from controller.teardown import CLIENT_GONE_RECHECK, IN_USE_RECHECK, Teardown
 from kubectl_fluid.api import names
 from kubectl_fluid.api.cacheruntime import CacheRuntime
 from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass
@@ -44,10 +43,6 @@ log = logging.getLogger(__name__)
 
 Key = tuple[str, str]
 
-# While pods use a Dataset its deletion waits; we look again this often.
-IN_USE_RECHECK = 5.0
-# A client pod's preStop unmounts its FUSE within its grace period: look again soon.
-CLIENT_GONE_RECHECK = 2.0
 MISSING_SECRET_RECHECK = 10.0
 # A PV name held by a PV we do not watch (one without our labels) is looked at again this often.
 NAME_CONFLICT_RECHECK = 30.0
@@ -128,6 +123,7 @@ class Reconciler:
         self.recorder = recorder
         self.class_index = class_index or ClassIndex()
         self._slots = asyncio.Semaphore(requests)
+        self.teardown = Teardown(self.request, caches.daemonsets, self._delete, recorder)
 
     async def request(self, method: str, path: str, **kwargs: Any) -> Any:
         """An API call within the bound on calls in flight (``requests``)."""
@@ -150,14 +146,23 @@ class Reconciler:
 
     async def _reconcile(self, key: Key) -> Result:
         namespace, name = key
-        ds_obj = self.caches.datasets.get(namespace, name)
         rt_obj = self.caches.runtimes.get(namespace, name)
+        if rt_obj is not None and rt_obj["metadata"].get("deletionTimestamp"):
+            # A runtime's own teardown comes first: a Dataset being deleted waits on the same users.
+            recheck = await self.teardown.release_runtime(rt_obj, await self._pods(namespace))
+            if recheck is not None:
+                return Result(recheck)
+        return await self._converge(namespace, name, self.caches.datasets.get(namespace, name), rt_obj)
+
+    async def _converge(
+        self, namespace: str, name: str, ds_obj: dict[str, Any] | None, rt_obj: dict[str, Any] | None
+    ) -> Result:
         if ds_obj is not None and ds_obj["metadata"].get("deletionTimestamp"):
             return await self._delete_dataset(ds_obj, rt_obj)
         if ds_obj is None:
             await self._cleanup_orphan_pv(namespace, name)
             if rt_obj is None or rt_obj["metadata"].get("deletionTimestamp"):
-                await self._remove_fuse_labels(namespace, name)
+                await self.teardown.remove_fuse_labels(namespace, name)
             if rt_obj is not None:
                 await self._runtime_problem(
                     rt_obj,
@@ -169,9 +174,9 @@ class Reconciler:
                     ),
                 )
             return Result()
-        finalized = names.DATASET_FINALIZER in ds_obj["metadata"].get("finalizers", [])
+        finalized = finalizers.has(ds_obj, names.DATASET_FINALIZER)
         if rt_obj is None or rt_obj["metadata"].get("deletionTimestamp"):
-            await self._remove_fuse_labels(namespace, name)
+            await self.teardown.remove_fuse_labels(namespace, name)
             if not finalized:
                 ds_obj = await self._add_finalizer(ds_obj)
             if rt_obj is not None:
@@ -191,7 +196,7 @@ class Reconciler:
             ds_obj = await self._apply_children(ds_obj, rt_obj, children)
         except Problem as problem:
             ds_obj = self.caches.datasets.get(namespace, name) or ds_obj  # as the finalizer left it
-            if names.DATASET_FINALIZER not in ds_obj["metadata"].get("finalizers", []):
+            if not finalizers.has(ds_obj, names.DATASET_FINALIZER):
                 ds_obj = await self._add_finalizer(ds_obj)
             await together(
                 self._runtime_problem(rt_obj, problem),
@@ -320,8 +325,10 @@ class Reconciler:
         on. Returns the Dataset as the finalizer left it."""
         uid = rt_obj["metadata"]["uid"]
         manager = names.shared_field_manager(children.scope.namespace, children.scope.name)
-        finalizing = names.DATASET_FINALIZER not in ds_obj["metadata"].get("finalizers", [])
+        finalizing = not finalizers.has(ds_obj, names.DATASET_FINALIZER)
         first: list[Awaitable[Any]] = [self._add_finalizer(ds_obj)] if finalizing else []
+        if children.daemonset is not None and not finalizers.has(rt_obj, names.RUNTIME_FINALIZER):
+            first.append(self._guard_runtime(rt_obj))
         workloads: list[Awaitable[Any]] = []
         for obj in children.namespaced():
             if any(obj is shared for shared in children.extra_configmaps):
@@ -553,39 +560,27 @@ class Reconciler:
         ):
             await self._delete(resources.PERSISTENT_VOLUMES, pv)
 
-    async def _remove_fuse_labels(self, namespace: str, name: str) -> None:
-        """The runtime is gone or going: its client's node labels go with it (controller/fuselabels.py)."""
-        for node in await remove_fuse_labels(self.request, namespace, name):
-            metrics.WRITES.labels("patch", "nodes").inc()
-            label = names.fuse_node_label(namespace, name)
-            log.info("removed %s from node %s: its runtime is gone", label, node)
-
     # ------------------------------------------------------------------ deletion
 
     async def _add_finalizer(self, ds_obj: dict[str, Any]) -> dict[str, Any]:
-        meta = ds_obj["metadata"]
-        ops: list[dict[str, Any]] = [
-            {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]}
-        ]
-        if meta.get("finalizers"):
-            ops.append({"op": "add", "path": "/metadata/finalizers/-", "value": names.DATASET_FINALIZER})
-        else:
-            ops.append({"op": "add", "path": "/metadata/finalizers", "value": [names.DATASET_FINALIZER]})
-        updated: dict[str, Any] = await self.request(
-            "PATCH",
-            DATASETS.object_path(meta["namespace"], meta["name"]),
-            body=ops,
-            content_type=http.JSON_PATCH,
-        )
-        metrics.WRITES.labels("patch", "datasets").inc()
+        ops = finalizers.adding(ds_obj, names.DATASET_FINALIZER)
+        updated: dict[str, Any] | None = await finalizers.send(self.request, DATASETS, ds_obj, ops)
+        if updated is None:
+            return ds_obj  # deleted meanwhile: the watch tells the cache, and the key comes again
         self.caches.datasets.observe(updated)
         return updated
+
+    async def _guard_runtime(self, rt_obj: dict[str, Any]) -> None:
+        """The runtime's finalizer, on a runtime with a client (controller/teardown.py says why)."""
+        ops = finalizers.adding(rt_obj, names.RUNTIME_FINALIZER)
+        updated = await finalizers.send(self.request, CACHERUNTIMES, rt_obj, ops)
+        if updated is not None:
+            self.caches.runtimes.observe(updated)
 
     async def _delete_dataset(self, ds_obj: dict[str, Any], rt_obj: dict[str, Any] | None) -> Result:
         meta = ds_obj["metadata"]
         namespace, name = meta["namespace"], meta["name"]
-        finalizers = meta.get("finalizers", [])
-        if names.DATASET_FINALIZER not in finalizers:
+        if not finalizers.has(ds_obj, names.DATASET_FINALIZER):
             return Result()
         pods = await self._pods(namespace)
         users = dataset_users(pods, name)
@@ -599,40 +594,15 @@ class Reconciler:
             await self._write_status(DATASETS, ds_obj, {**status, "conditions": conditions})
             return Result(IN_USE_RECHECK)
         if rt_obj is not None and not rt_obj["metadata"].get("deletionTimestamp"):
-            if await self._client_still_up(namespace, name, pods):
+            if await self.teardown.client_still_up(namespace, name, pods):
                 return Result(CLIENT_GONE_RECHECK)
             await self._delete(CACHERUNTIMES, rt_obj)  # its children follow through owner references
         await self._cleanup_orphan_pv(namespace, name)
-        index = finalizers.index(names.DATASET_FINALIZER)
-        ops = [
-            {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
-            {"op": "remove", "path": f"/metadata/finalizers/{index}"},
-        ]
-        try:
-            await self.request(
-                "PATCH",
-                DATASETS.object_path(namespace, name),
-                body=ops,
-                content_type=http.JSON_PATCH,
-            )
-        except http.ApiError as e:
-            if e.code != 404:
-                raise
+        ops = finalizers.removing(ds_obj, names.DATASET_FINALIZER)
+        if await finalizers.send(self.request, DATASETS, ds_obj, ops) is None:
             return Result()  # already gone: an earlier pass released it
-        metrics.WRITES.labels("patch", "datasets").inc()
         log.info("released dataset", extra={"namespace": namespace, "dataset": name})
         return Result()
-
-    async def _client_still_up(self, namespace: str, name: str, pods: list[dict[str, Any]]) -> bool:
-        """Delete the runtime's client DaemonSet, and say whether client pods are left to wait for
-        (controller/clientfirst.py says why the client goes before the master)."""
-        left = client_pods(pods, name)
-        daemonset = self.caches.daemonsets.get(namespace, names.component_name(name, "client"))
-        if daemonset is not None and not daemonset["metadata"].get("deletionTimestamp"):
-            await self._delete(resources.DAEMONSETS, daemonset)
-        if left:
-            log.info("waiting for the client pods to go before the master", extra={"pods": left})
-        return bool(left)
 
     async def _pods(self, namespace: str) -> list[dict[str, Any]]:
         """The namespace's pods, listed only while a Dataset waits to be deleted or its storage to

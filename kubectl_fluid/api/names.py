@@ -141,6 +141,9 @@ LABEL_DATASET_NAME: Final = "fluid.io/dataset-name"
 DATASET_FINALIZER: Final = "data.fluid.io/dataset-protection"
 # On a CacheRuntimeClass while any CacheRuntime names it: deleting the class waits for them.
 RUNTIME_CLASS_FINALIZER: Final = "data.fluid.io/cacheruntimeclass-protection"
+# On a CacheRuntime with a client: its deletion takes the client (the FUSE of the Dataset's PVC) and
+# the client's node labels down before the master and worker go (controller/teardown.py).
+RUNTIME_FINALIZER: Final = "data.fluid.io/cacheruntime-protection"
 CONTROLLER_FIELD_MANAGER: Final = "fluid-controller"
 # The namespace the product's own workloads run in, and the controller's leader-election Lease there.
 FLUID_NAMESPACE: Final = "fluid-system"

@@ -374,6 +374,64 @@ def test_deleting_a_dataset_waits_for_its_pods_then_removes_children_and_pv(fl: 
     )
 
 
+def test_deleting_a_runtime_takes_its_client_and_node_labels_down_before_the_master(fl: Fluid) -> None:
+    """A runtime with a client carries names.RUNTIME_FINALIZER (controller/teardown.py): deleted on its
+    own, it waits while a pod uses the Dataset, then deletes the client DaemonSet and waits for the
+    client pods, takes the fluid.io/f-* label off, and only then goes, the master with it. A test
+    finalizer holds the client pod, so the wait is seen, not raced."""
+    fl.create(dataset("order"))
+    fl.create(runtime("order", runtime_class="curvine", clientless=False))
+    eventually(lambda: fl.bound("order"), "Dataset order Bound", timeout=30)
+    assert names.RUNTIME_FINALIZER in fl.get("cacheruntimes", "order")["metadata"]["finalizers"]
+    label = names.fuse_node_label(fl.ns, "order")
+    node = next(
+        n.metadata.name
+        for n in fl.core.list_node().items
+        if "kwok.x-k8s.io/node" in (n.metadata.annotations or {})
+    )
+    fl.core.patch_node(node, {"metadata": {"labels": {label: "true"}}})  # as the CSI node's NodeStage does
+    selector = f"{names.LABEL_CACHERUNTIME_COMPONENT}={names.component_name('order', 'client')}"
+
+    def client_pods() -> list[Any]:
+        return list(fl.core.list_namespaced_pod(fl.ns, label_selector=selector).items)
+
+    eventually(lambda: [p.spec.node_name for p in client_pods()] == [node], "the client pod on the node")
+    hold = "e2e.fluid.io/hold"
+    fl.core.patch_namespaced_pod(client_pods()[0].metadata.name, fl.ns, {"metadata": {"finalizers": [hold]}})
+    fl.core.create_namespaced_pod(
+        fl.ns,
+        {
+            "metadata": {"name": "reader"},
+            "spec": {
+                "nodeName": node,
+                "containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}],
+                "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "order"}}],
+            },
+        },
+    )
+
+    fl.delete("cacheruntimes", "order")
+    eventually(lambda: any("DatasetInUse" in e and "reader" in e for e in fl.events("order")), "DatasetInUse")
+    assert fl.apps.read_namespaced_daemon_set("order-client", fl.ns)  # the app still reads through it
+    fl.core.delete_namespaced_pod("reader", fl.ns, grace_period_seconds=0)
+    wait_until_gone(
+        fl.apps.read_namespaced_daemon_set, "order-client", fl.ns, what="client DaemonSet deleted"
+    )
+    time.sleep(3)  # more than a recheck (teardown.CLIENT_GONE_RECHECK): the held client pod holds it all
+    assert [p.metadata.deletion_timestamp is not None for p in client_pods()] == [True]
+    assert fl.get("cacheruntimes", "order")["metadata"]["finalizers"] == [names.RUNTIME_FINALIZER]
+    assert label in (fl.core.read_node(node).metadata.labels or {})
+    assert fl.apps.read_namespaced_stateful_set("order-master", fl.ns).metadata.deletion_timestamp is None
+
+    fl.core.patch_namespaced_pod(client_pods()[0].metadata.name, fl.ns, {"metadata": {"finalizers": None}})
+    wait_until_gone(fl.get, "cacheruntimes", "order", what="the runtime released")
+    assert label not in (fl.core.read_node(node).metadata.labels or {})
+    wait_until_gone(fl.apps.read_namespaced_stateful_set, "order-master", fl.ns, what="the master collected")
+    eventually(
+        lambda: fl.condition("datasets", "order").get("reason") == "NoRuntime", "Dataset says NoRuntime"
+    )
+
+
 def test_bad_input_ends_in_conditions_and_events_not_a_crash(
     fl: Fluid, controller: ControllerProcess
 ) -> None:

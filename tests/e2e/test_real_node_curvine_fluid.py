@@ -467,7 +467,9 @@ def test_deleting_the_pods_under_on_demand_removes_the_label_and_the_client(bed:
 
 def test_deleting_the_runtime_under_on_runtime_deleted_removes_the_label_and_the_client(bed: Bed) -> None:
     """cleanPolicy back to Curvine's default (OnRuntimeDeleted): the pods' deletion leaves the label
-    and the client; deleting the Dataset takes its client down, then its runtime, and the label."""
+    and the client. Then Curvine's dataset file deleted as a user would, runtime and Dataset at once:
+    the runtime's finalizer takes its client down while the master serves it, then the labels, then
+    the master and worker go (controller/teardown.py); no client's preStop fails."""
     n0, _ = NODES
     patch = {"spec": {"client": {"cleanPolicy": names.CLEAN_POLICY_ON_RUNTIME_DELETED}}}
     kubectl(bed.kc, "-n", APPS, "patch", "cacheruntime", NAME, "--type=merge", "-p", json.dumps(patch))
@@ -478,9 +480,7 @@ def test_deleting_the_runtime_under_on_runtime_deleted_removes_the_label_and_the
     assert mounted(bed, n0) == 1
 
     t0 = time.monotonic()
-    # The Dataset alone: its finalizer takes the client down while the master serves it, then the
-    # runtime (controller/clientfirst.py). The runtime deleted by hand at once goes unordered.
-    kubectl(bed.kc, "-n", APPS, "delete", "dataset", NAME, "--wait=true", "--timeout=180s")
+    kubectl(bed.kc, "-n", APPS, "delete", "-f", str(DATASET), "--wait=true", "--timeout=180s")
 
     def left() -> list[str]:
         listed: list[dict[str, Any]] = get(bed.kc, "-n", APPS, "pods")["items"]  # type: ignore[assignment]
@@ -491,7 +491,8 @@ def test_deleting_the_runtime_under_on_runtime_deleted_removes_the_label_and_the
     for node in NODES:
         assert not labelled(bed, node)
     assert fusemounts(bed) == {}
-    print(kubectl(bed.kc, "-n", APPS, "get", "events", "--field-selector", "reason=FailedPreStopHook"))
+    hooks = kubectl(bed.kc, "-n", APPS, "get", "events", "--field-selector", "reason=FailedPreStopHook")
+    assert f"{NAME}-client" not in hooks, hooks
     kubectl(bed.kc, "delete", "-f", str(CLASS))
 
 
