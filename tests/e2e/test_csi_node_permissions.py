@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client
+from kubernetes import client, config
 
 from csi.fuse.fusebudget import fuse_pod_budget
 from csi.fuse.fusepod import fuse_pod
@@ -30,6 +30,7 @@ SYSTEM = names.FLUID_NAMESPACE
 POLICY = MANIFESTS / "csi" / "fuse-pod-policy.yaml"
 BUDGET_POLICY = MANIFESTS / "csi" / "fuse-budget-policy.yaml"
 LABEL_POLICY = MANIFESTS / "csi" / "node-label-policy.yaml"
+CONTROLLER_LABEL_POLICY = MANIFESTS / "controller" / "node-label-policy.yaml"
 KEY = "0123456789abcdef" * (names.MOUNT_KEY_LENGTH // 16)
 
 # account -> what it must never be allowed: (verb, resource, namespace or "" for cluster scope).
@@ -105,10 +106,10 @@ def test_no_product_account_can_do_what_it_must_not(fluid: Path) -> None:
 def policy(fluid: Path) -> Iterator[None]:
     """The FUSE pod policy, installed for this module's tests only (other modules' CSI node
     processes create FUSE pods with tokens bound to no pod)."""
-    for path in (POLICY, BUDGET_POLICY, LABEL_POLICY):
+    for path in (POLICY, BUDGET_POLICY, LABEL_POLICY, CONTROLLER_LABEL_POLICY):
         kubectl(fluid, "apply", "-f", str(path))
     yield
-    for path in (POLICY, BUDGET_POLICY, LABEL_POLICY):
+    for path in (POLICY, BUDGET_POLICY, LABEL_POLICY, CONTROLLER_LABEL_POLICY):
         kubectl(fluid, "delete", "-f", str(path), "--ignore-not-found")
 
 
@@ -329,3 +330,64 @@ def test_a_nodes_token_labels_no_other_node(
     done = relabel(unbound, node, label)
     assert done.returncode != 0
     assert "its token names no node" in done.stderr, done.stderr
+
+
+def patch_node(kubeconfig: Path, node: str, patch: dict[str, Any]) -> str | None:
+    """A dry run of a patch of the Node's object, sent straight as the controller sends its patches
+    (kubectl would GET the Node first, which the controller may not): None when admitted, else the
+    server's refusal."""
+    api = client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
+    try:
+        api.patch_node(node, patch, dry_run="All")
+    except client.ApiException as e:
+        return f"{e.status}: {e.body}"
+    finally:
+        api.api_client.close()
+    return None
+
+
+@pytest.fixture(scope="module")
+def controller_token(
+    fluid: Path, policy: None, core: client.CoreV1Api, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """A kubeconfig of fluid-controller, once its node label policy is in force."""
+    node = str(core.list_node().items[0].metadata.name)
+    token = service_account_kubeconfig(fluid, core, tmp_path_factory.mktemp("controller-token") / "kc")
+    eventually(
+        lambda: (
+            "fluid-controller-node-labels"
+            in (patch_node(token, node, {"metadata": {"labels": {"x": "y"}}}) or "")
+        ),
+        "the controller's node label policy in force",
+        timeout=60,
+    )
+    return token
+
+
+def test_the_controllers_token_sets_and_removes_fluid_labels_of_any_node(
+    controller_token: Path, core: client.CoreV1Api
+) -> None:
+    # A runtime gone: its client's fluid.io/f-* labels off every node (controller/teardown.py).
+    label = names.fuse_node_label("team", "ds")
+    for node in [str(n.metadata.name) for n in core.list_node().items]:
+        for value in ("true", None):
+            assert patch_node(controller_token, node, {"metadata": {"labels": {label: value}}}) is None
+
+
+@pytest.mark.parametrize(
+    ("patch", "says"),
+    [
+        ({"metadata": {"labels": {"kubernetes.io/hostname": "elsewhere"}}}, "only fluid.io/ labels"),
+        ({"metadata": {"labels": {"kubernetes.io/hostname": None}}}, "only fluid.io/ labels"),
+        ({"metadata": {"labels": {"team": "x"}}}, "only fluid.io/ labels"),
+        ({"spec": {"unschedulable": True}}, "changes nothing of a Node but its fluid.io/ labels"),
+        ({"metadata": {"annotations": {"x": "y"}}}, "changes nothing of a Node but its fluid.io/ labels"),
+    ],
+)
+def test_the_controllers_token_changes_nothing_else_of_a_node(
+    controller_token: Path, core: client.CoreV1Api, patch: dict[str, Any], says: str
+) -> None:
+    node = str(core.list_node().items[0].metadata.name)
+    refused = patch_node(controller_token, node, patch)
+    assert refused is not None
+    assert says in refused, refused
