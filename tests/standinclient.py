@@ -19,6 +19,8 @@ class StandinClient:
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self) -> None:
+        if mounts.is_broken(self.fluid_path):  # a dead FUSE's mount: off first, as Curvine's entrypoint
+            mounts.unmount(self.fluid_path, lazy=True)  # (patched, images/curvine/) does
         self.fluid_path.mkdir(parents=True, exist_ok=True)
         argv = [sys.executable, "-m", "csi.standin.fusestandin", "--master-addrs", "client:1",
                 "--mnt-path", str(self.fluid_path)]  # fmt: skip
@@ -27,13 +29,15 @@ class StandinClient:
         assert self.proc.stdout is not None
         assert self.proc.stdout.readline().strip() == "ready"
 
-    def kill_9(self) -> None:
+    def kill_9(self, *, dead_mount_stays: bool = False) -> None:
         """As a crash or an OOM kill: the mount stays broken until the next client takes it off (as
-        its start does)."""
+        its start does); unless ``dead_mount_stays``, it is taken off at once, as a client's quick
+        restart would."""
         assert self.proc is not None
         self.proc.kill()
         self.proc.wait()
-        mounts.unmount(self.fluid_path, lazy=True)
+        if not dead_mount_stays:
+            mounts.unmount(self.fluid_path, lazy=True)
 
     def mounted(self) -> Identity | None:
         mount = client_mount(str(self.fluid_path))

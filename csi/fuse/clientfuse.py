@@ -3,9 +3,13 @@ the node service's. What the node service does around it, per (dataset, node) mo
 
 - ``attach``: label this Node ``fluid.io/f-{ns}-{name}: "true"`` (the client DaemonSet's
   nodeSelector, as upstream's NodeStageVolume does), then wait, at most ``wait`` seconds, until the
-  kernel shows a FUSE mount at the runtime's target path (``fluid_path``). The mount table is read,
-  the path never looked up. A timeout is FuseUnavailable (FAILED_PRECONDITION) that says what the
-  client pod on this node is doing: not scheduled, crashing, or running without a mount.
+  kernel shows a FUSE mount at the runtime's target path (``fluid_path``) that does not answer
+  ENOTCONN. A client whose FUSE died (killed, OOM-killed) leaves its mount there, dead, until its
+  container's restart mounts anew: that is waited for too, not bound beneath (every call under it
+  would fail with errno 107). The path is looked up once the table shows a mount, for at most
+  ``ALIVE_WITHIN`` (one that has not answered by then lives and waits on its cache). A timeout is
+  FuseUnavailable (FAILED_PRECONDITION) that says what the client pod on this node is doing: not
+  scheduled, crashing, running without a mount, or its mount dead.
 - ``adopt``: after a restart of the node service, watch a client mount that is there.
 - a watcher: a client pod restarted or replaced mounts a new FUSE at the same path (another mount and device),
   and every bind into the old one is dead; ``on_restart(key)`` tells the node service, which binds
@@ -27,7 +31,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from csi.fuse import mounts
-from csi.fuse.fusemanager import _notify
+from csi.fuse.fusemanager import ALIVE_WITHIN, _notify
 from csi.model.clientvolume import (
     ClientVolume,
     clean_policy_of,
@@ -66,6 +70,15 @@ def client_mount(mnt_path: str, table: list[mounts.MountInfo] | None = None) -> 
     return fuses[-1] if fuses else None
 
 
+async def _dead(path: str) -> bool:
+    """Whether the FUSE mount at ``path`` answers ENOTCONN (its process died); one that has not
+    answered within ``ALIVE_WITHIN`` lives (its stat goes on in its thread, the loop does not wait)."""
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(mounts.is_broken, path), ALIVE_WITHIN)
+    except TimeoutError:
+        return False
+
+
 class ClientFuse:
     def __init__(
         self,
@@ -92,10 +105,14 @@ class ClientFuse:
             await self.api.set_label(volume.namespace, volume.name, True)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.wait
-        while (mount := client_mount(volume.fluid_path)) is None:
+        while True:
+            mount = client_mount(volume.fluid_path)
+            dead = mount is not None and await _dead(volume.fluid_path)
+            if mount is not None and not dead:
+                break
             if loop.time() >= deadline:
                 state = await self._pod_state(volume)
-                raise FuseUnavailable(not_mounted_message(volume, self.wait, state))
+                raise FuseUnavailable(not_mounted_message(volume, self.wait, state, dead=dead))
             await asyncio.sleep(self.poll)
         self._watch(key, volume.fluid_path, identity(mount))
         return await self.pod_name(volume)

@@ -136,12 +136,19 @@ _BAD_WAITS = frozenset({"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", 
                         "CreateContainerConfigError", "RunContainerError"})  # fmt: skip
 
 
-def not_mounted_message(volume: ClientVolume, waited: float, pod_state: str) -> str:
+def not_mounted_message(volume: ClientVolume, waited: float, pod_state: str, *, dead: bool = False) -> str:
     """The FailedPrecondition of a NodeStage whose client did not mount in time: what is missing,
-    why as far as this node sees, and what to look at."""
+    why as far as this node sees, and what to look at. ``dead``: a mount is there, but its FUSE
+    process died (ENOTCONN) and no new one has replaced it yet."""
     label = names.fuse_node_label(volume.namespace, volume.name)
+    where = f"at {volume.fluid_path} on this node after {waited:.0f} s"
+    what = (
+        f"is dead {where} (its mount answers ENOTCONN: the client's FUSE process died and no restart"
+        " has mounted a new one)"
+        if dead
+        else f"is not mounted {where}"
+    )
     return (
-        f"the FUSE of dataset {volume.namespace}/{volume.name} (its runtime's client) is not mounted at"
-        f" {volume.fluid_path} on this node after {waited:.0f} s: {pod_state}. The node is labelled"
-        f' {label}: "true" for the client; kubelet asks again'
+        f"the FUSE of dataset {volume.namespace}/{volume.name} (its runtime's client) {what}: {pod_state}."
+        f' The node is labelled {label}: "true" for the client; kubelet asks again'
     )

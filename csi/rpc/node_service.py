@@ -66,8 +66,8 @@ from csi.model.fusecmd import fuse_argv
 from csi.model.mountkey import fuse_mount_dir, mount_key, volume_dir, volume_source, volumes_dir
 from csi.model.propagation import TargetRef
 from csi.model.volumes import ContextVolume, parse_volume_context, reader_only_context
+from csi.node import brokenreasons, statefile
 from csi.node import state as st
-from csi.node import statefile
 from csi.proto import csi_pb2, csi_pb2_grpc
 from csi.rpc.capabilities import reader_only
 from csi.rpc.rpcerrors import Context, RpcFailure, required, rpc
@@ -276,33 +276,10 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         self._durable_soon()
 
     def _hung_reason(self, stuck: Stuck) -> str:
-        """Why a FuseMount is Broken while its FUSE does not answer: the same words for as long as
-        the same work is stuck (a reason that changed every round would rewrite the object)."""
         entry = self.state.mounts.get(stuck.key)
         if entry is None:
             return f"{stuck.what} has not ended for more than {self.calls.deadline:.0f} s"
-        if entry.client is not None:
-            runtime = f"{entry.client.namespace}/{entry.client.name}"
-            pod = f"{entry.client.namespace}/{entry.pod_name or 'the client pod on this node'}"
-            waited = f"{self.calls.deadline:.0f} s"
-            return (
-                f"the FUSE of runtime {runtime}'s client at {entry.mnt_path} has not answered for more"
-                f" than {waited} ({stuck.what}): its cache may be down or overloaded. If it never"
-                f" answers, delete its client pod {pod}; the node service binds its volumes into the new"
-                " client's mount"
-            )
-        if entry.pod_name:
-            restart = f"delete its pod {names.FLUID_NAMESPACE}/{entry.pod_name}"
-        elif entry.pid:
-            restart = f"kill its process {entry.pid}"
-        else:
-            restart = "stop its process"
-        return (
-            f"its FUSE at {entry.mnt_path} has not answered for more than {self.calls.deadline:.0f} s"
-            f" ({stuck.what}): the cache's masters {entry.params.master_addrs} may be down or overloaded"
-            " (curvine-fuse waits rpc-timeout-ms, 120 s by default, on each request). If it never"
-            f" answers, restart it: {restart}; the node service starts another and binds its volumes again"
-        )
+        return brokenreasons.hung(entry, stuck.what, self.calls.deadline)
 
     def _hung_answer(self, hung: KeyHung) -> str:
         stuck = hung.stuck
@@ -477,12 +454,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             if entry is None or entry.refcount == 0 or entry.phase not in ("Ready", "Broken"):
                 return
             if await self.calls.host(key, "a stat of its root", mounts.root_gone, entry.mnt_path):
-                reason = (
-                    f"the FUSE's fs-path {entry.params.fs_path} is gone from the cache at"
-                    f" {entry.params.master_addrs} (its mount {entry.mnt_path} answers ENOENT): the"
-                    " master lost it, e.g. restarted without its journal; the volumes' data is not"
-                    " served. Delete the pods using them so the mount is unstaged, then start them again"
-                )
+                reason = brokenreasons.root_gone(entry)
                 if entry.reason != reason:
                     log.error("%s", reason, extra={"mount_key": key})
                 self._save(st.set_phase(self.state, key, "Broken", now=st.timestamp(), reason=reason))

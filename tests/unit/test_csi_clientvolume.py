@@ -142,6 +142,13 @@ def test_a_failed_mount_says_what_the_client_pod_does(client: dict[str, Any] | N
     assert "after 60 s" in message
 
 
+def test_a_dead_mount_is_said_to_be_dead_not_missing() -> None:
+    message = not_mounted_message(VOLUME, 60, "client pod ds-client-x is Running", dead=True)
+    assert message.startswith(f"the FUSE of dataset team/ds (its runtime's client) is dead at {FLUID_PATH}")
+    assert "ENOTCONN" in message
+    assert "not mounted" not in message
+
+
 def client_state() -> nst.NodeState:
     new, needed = nst.stage(
         nst.NodeState(), VOLUME.key, CLIENT_PARAMS, "team-ds", "/stage/1", mnt_path=FLUID_PATH,

@@ -159,6 +159,27 @@ def test_a_client_that_never_mounts_is_failed_precondition_saying_so(
     driver.unstage(volume, staging)
 
 
+def test_a_dead_client_mount_is_waited_for_and_failed_precondition_saying_so(
+    driver: Driver, client: StandinClient
+) -> None:
+    """A client whose FUSE died leaves its mount (ENOTCONN) until its restart: NodeStage does not bind
+    beneath it (an Internal errno 107 before), it waits and says the mount is dead."""
+    client.start()
+    client.kill_9(dead_mount_stays=True)
+    assert client.mounted() is not None  # the dead mount stays at the target path
+    volume = client_volume(client, "team-ds")
+    with pytest.raises(grpc.RpcError) as caught:
+        driver.stage(volume)
+    assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert f"is dead at {client.fluid_path}" in (caught.value.details() or "")
+    assert "ENOTCONN" in (caught.value.details() or "")
+    assert driver.state()["mounts"] == {}
+    client.start()  # the restart mounts anew
+    staging = driver.stage(volume)
+    driver.unstage(volume, staging)
+    assert own_leftovers(driver, client) == []
+
+
 def test_a_restarted_node_service_adopts_the_client_mount_and_binds_again(
     driver: Driver, client: StandinClient
 ) -> None:
