@@ -24,7 +24,7 @@ from typing import Any
 import kr8s.asyncio
 
 from controller import cachelabels, metrics
-from controller.workqueue import ShutDown, WorkQueue
+from controller.workqueue import WorkQueue, drain
 from kubectl_fluid.api import names
 from kubectl_fluid.kube import http
 from kubectl_fluid.kube.resources import NODES, PODS
@@ -54,6 +54,10 @@ def trim_worker_pod(pod: dict[str, Any]) -> None:
     pod["spec"] = {"nodeName": node} if node else {}
     phase = (pod.get("status") or {}).get("phase")
     pod["status"] = {"phase": phase} if phase else {}
+
+
+def _failed(key: Key, delay: float, error: Exception) -> None:
+    log.warning("%s/%s: labelling its cache nodes failed; retrying in %.2fs: %s", *key, delay, error)
 
 
 def runtime_of(pod: dict[str, Any]) -> Key | None:
@@ -110,23 +114,7 @@ class CacheNodes:
             await asyncio.sleep(0.05)
         for key in {*self.runtimes.keys(), *(k for p in self.pods.items() if (k := runtime_of(p)))}:
             self.queue.add(key)
-        await self._worker()
-
-    async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except ShutDown:
-                return
-            try:
-                await self.settle(key)
-            except Exception as e:
-                delay = self.queue.add_rate_limited(key)
-                log.warning("%s/%s: labelling its cache nodes failed; retrying in %.2fs: %s", *key, delay, e)
-            else:
-                self.queue.forget(key)
-            finally:
-                self.queue.done(key)
+        await drain(self.queue, self.settle, _failed)
 
     def workers(self, key: Key) -> list[dict[str, Any]]:
         return [p for p in self.pods.items(key[0]) if runtime_of(p) == key]
