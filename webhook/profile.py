@@ -47,8 +47,9 @@ _CONFIG: Final = "pluginConfig"
 # What manifests ship (ConfigMap webhook-plugins). Clientless pods get their runtime config; serverful
 # pods (labelled fuse.serverful.fluid.io/inject, or asking for nothing: the propagation entry) get
 # host-to-container propagation on the mounts of the CSI driver's volumes and, with a Fluid PVC, the
-# in-use annotation, and with a Dataset's PVC a preference for the nodes caching it (required when the
-# pod asks, fluid.io/dataset.{name}.sched: required); serverless pods only the annotation until a FUSE
+# in-use annotation, and with a Dataset's PVC the nodes where its client may run required and a
+# preference for the nodes caching it (required when the pod asks, fluid.io/dataset.{name}.sched:
+# required); serverless pods only the annotation until a FUSE
 # sidecar plugin exists. PreferNodesWithoutCache (upstream's serverful withoutDataset) is left out: every
 # pod mounting any claim reaches that group here (the propagation entry), not only pods of Fluid's
 # namespaces as upstream's. A
@@ -59,7 +60,7 @@ plugins:
     withDataset: [RuntimeConfigInjector, MountPropagationInjector]
     withoutDataset: []
   serverful:
-    withDataset: [MountPropagationInjector, NodeAffinityWithCache, DatasetUsageInjector]
+    withDataset: [MountPropagationInjector, RequireNodeWithFuse, NodeAffinityWithCache, DatasetUsageInjector]
     withoutDataset: [MountPropagationInjector]
   serverless:
     withDataset: [DatasetUsageInjector]

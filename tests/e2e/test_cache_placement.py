@@ -193,3 +193,43 @@ def test_an_app_pod_goes_to_the_cache_node_when_it_has_room_and_elsewhere_when_n
             fl.ns, app("wrong", "pl", labels={names.pod_sched_label("other"): "required"})
         )
     assert 'dataset \\"other\\"' in str(refused.value.body) or 'dataset "other"' in str(refused.value.body)
+
+
+def test_a_pod_waits_for_a_node_where_its_fuse_may_run(fl: Fluid) -> None:
+    """RequireNodeWithFuse: the runtime's client.nodeSelector is required of the app pod, so it never
+    lands on a node where the client (its FUSE) may not start."""
+    pool = f"e2e.fluid.io/fuse-pool-{fl.ns[-6:]}"  # this test's own node label
+    fl.create(dataset("fz"))
+    fl.create(
+        runtime("fz", runtime_class="curvine", clientless=False, client={"nodeSelector": {pool: "yes"}})
+    )
+    eventually(lambda: fl.bound("fz"), "Dataset fz Bound", timeout=30)
+    eventually(lambda: fl.core.read_namespaced_persistent_volume_claim("fz", fl.ns), "PVC fz")
+
+    def admitted_with_requirement() -> bool:
+        dry = as_json(fl.core.create_namespaced_pod(fl.ns, app("dry", "fz"), dry_run="All"))
+        return bool(
+            ((dry["spec"].get("affinity") or {}).get("nodeAffinity") or {}).get(
+                "requiredDuringSchedulingIgnoredDuringExecution"
+            )
+        )
+
+    eventually(admitted_with_requirement, "the webhook to know runtime fz and PVC fz", timeout=30)
+    fl.core.create_namespaced_pod(fl.ns, app("fuse-app", "fz"))
+    stored = as_json(fl.core.read_namespaced_pod("fuse-app", fl.ns))
+    required = stored["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert required == {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": pool, "operator": "In", "values": ["yes"]}]}]
+    }
+
+    def unschedulable() -> bool:
+        conditions = fl.core.read_namespaced_pod("fuse-app", fl.ns).status.conditions or []
+        return any(c.type == "PodScheduled" and c.reason == "Unschedulable" for c in conditions)
+
+    eventually(unschedulable, "fuse-app Unschedulable: no node may run its client", timeout=60)
+    node = sorted(str(n.metadata.name) for n in fl.core.list_node().items)[-1]
+    fl.core.patch_node(node, {"metadata": {"labels": {pool: "yes"}}})
+    try:
+        assert eventually(lambda: scheduled_on(fl, "fuse-app"), "fuse-app scheduled", timeout=90) == node
+    finally:
+        fl.core.patch_node(node, {"metadata": {"labels": {pool: None}}})

@@ -279,7 +279,12 @@ EXPECTED_PROFILE = {
             "withoutDataset": [],
         },
         "serverful": {
-            "withDataset": ["MountPropagationInjector", "NodeAffinityWithCache", "DatasetUsageInjector"],
+            "withDataset": [
+                "MountPropagationInjector",
+                "RequireNodeWithFuse",
+                "NodeAffinityWithCache",
+                "DatasetUsageInjector",
+            ],
             "withoutDataset": ["MountPropagationInjector"],
         },
         "serverless": {"withDataset": ["DatasetUsageInjector"], "withoutDataset": []},

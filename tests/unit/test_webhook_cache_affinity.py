@@ -21,6 +21,7 @@ from webhook.plugins.base import Context
 from webhook.plugins.cache_affinity import (
     NodeAffinityWithCache,
     PreferNodesWithoutCache,
+    RequireNodeWithFuse,
     TieredLocality,
     parse_locality,
     required_datasets,
@@ -57,10 +58,12 @@ def app_pod(
     }
 
 
-def run(plugin: Any, pod: dict[str, Any], datasets: list[str]) -> dict[str, Any]:
+def run(
+    plugin: Any, pod: dict[str, Any], datasets: list[str], lookup: StaticLookup | None = None
+) -> dict[str, Any]:
     before = copy.deepcopy(pod)
     work = working_copy(pod)
-    plugin.mutate(work, Context(NS, datasets, StaticLookup()))
+    plugin.mutate(work, Context(NS, datasets, lookup or StaticLookup()))
     assert pod == before, "the original pod is never edited"
     return work
 
@@ -346,3 +349,45 @@ def test_a_pod_is_refused_or_gets_every_requirement_it_asked_for(
     assert [t["preference"]["matchExpressions"][0]["key"] for t in na.get(nodeaffinity.PREFERRED, [])] == [
         cache_key(ds) for ds in sorted(used) if ds not in asked
     ]
+
+
+def cache_runtime(name: str, client: dict[str, Any]) -> dict[str, Any]:
+    return {"kind": "CacheRuntime", "metadata": {"namespace": NS, "name": name}, "spec": {"client": client}}
+
+
+def test_require_node_with_fuse_requires_where_each_client_may_run() -> None:
+    lookup = StaticLookup(
+        [
+            cache_runtime("ds1", {"nodeSelector": {"pool": "fuse", "disk": "ssd"}}),
+            cache_runtime("ds2", {"nodeSelector": {"zone": "a"}}),
+            cache_runtime("ds3", {"disabled": True, "nodeSelector": {"never": "x"}}),
+        ]
+    )
+    out = run(RequireNodeWithFuse(), app_pod("ds1", "ds2", "ds3"), ["ds1", "ds2", "ds3"], lookup)
+    expressions = [
+        nodeaffinity.label_in("disk", "ssd"),
+        nodeaffinity.label_in("pool", "fuse"),
+        nodeaffinity.label_in("zone", "a"),
+    ]
+    assert node_affinity(out) == {
+        nodeaffinity.REQUIRED: {"nodeSelectorTerms": [{"matchExpressions": expressions}]}
+    }
+    # Again: nothing more; a runtime without a selector, or not known, adds nothing.
+    assert run(RequireNodeWithFuse(), out, ["ds1", "ds2", "ds3"], lookup) == out
+    assert run(
+        RequireNodeWithFuse(), app_pod("ds4"), ["ds4"], StaticLookup([cache_runtime("ds4", {})])
+    ) == app_pod("ds4")
+    assert run(RequireNodeWithFuse(), app_pod("ds5"), ["ds5"]) == app_pod("ds5")
+
+
+def test_the_default_profile_requires_the_clients_nodes_and_prefers_the_cache_nodes() -> None:
+    pod = app_pod("ds1", labels={names.LABEL_FUSE_SERVERFUL_INJECT: names.TRUE})
+    lookup = StaticLookup([dataset_pvc("ds1"), cache_runtime("ds1", {"nodeSelector": {"pool": "fuse"}})])
+    outcome = admit(pod, NS, lookup, PROFILE)
+    assert outcome.mutated is not None
+    assert node_affinity(outcome.mutated) == {
+        nodeaffinity.REQUIRED: {
+            "nodeSelectorTerms": [{"matchExpressions": [nodeaffinity.label_in("pool", "fuse")]}]
+        },
+        nodeaffinity.PREFERRED: [prefer("ds1")],
+    }

@@ -183,6 +183,7 @@ def test_serverful_pod_with_a_fluid_pvc() -> None:
     assert outcome.group == "serverful"
     assert outcome.plugins_run == [
         "MountPropagationInjector",
+        "RequireNodeWithFuse",
         "NodeAffinityWithCache",
         "DatasetUsageInjector",
     ]
@@ -261,6 +262,7 @@ def test_a_pod_asking_for_propagation_without_a_fluid_pvc_is_admitted_unchanged_
     assert outcome.warnings == [NO_FLUID_PVC_WARNING]
     assert outcome.plugins_run == [
         "MountPropagationInjector",
+        "RequireNodeWithFuse",
         "NodeAffinityWithCache",
         "DatasetUsageInjector",
     ]

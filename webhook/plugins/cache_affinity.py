@@ -1,5 +1,6 @@
-"""NodeAffinityWithCache and PreferNodesWithoutCache (SPEC §7 "Cache placement"): upstream's plugins
-that steer a pod using a Dataset's PVC toward the nodes caching it, and one without toward the others.
+"""NodeAffinityWithCache, PreferNodesWithoutCache and RequireNodeWithFuse (SPEC §7 "Cache placement"):
+upstream's plugins that steer a pod using a Dataset's PVC toward the nodes caching it, one without
+toward the others, and a pod with datasets away from nodes where their FUSE may not run.
 
 The nodes come from the controller's cache-node labels (``controller/cachelabels.py``). The plugin's
 args are upstream's ``TieredLocality``, given in the profile's ``pluginConfig``::
@@ -169,3 +170,30 @@ class PreferNodesWithoutCache:
         if ctx.datasets:
             return
         add_preferred(pod, [preferred_term(WITHOUT_CACHE_WEIGHT, [label_absent(names.LABEL_DATASET_NUM)])])
+
+
+def fuse_node_selector(runtime: Mapping[str, Any] | None) -> dict[str, str]:
+    """Where the runtime's client (the dataset's FUSE) may run: its ``spec.client.nodeSelector``
+    (upstream's GetFuseNodeSelector); nothing for a runtime not known or whose client is disabled."""
+    client = ((runtime or {}).get("spec") or {}).get("client") or {}
+    if client.get("disabled"):
+        return {}
+    selector = client.get("nodeSelector") or {}
+    return {str(k): str(v) for k, v in selector.items()}
+
+
+class RequireNodeWithFuse:
+    """For a pod with datasets: require the nodes where each dataset's FUSE may run, so that a pod
+    never lands where its client cannot start and waits there in ContainerCreating (upstream's plugin:
+    the runtime's ``client.nodeSelector`` as required terms). Nothing when no runtime restricts its
+    client. Read from the webhook's watch cache of CacheRuntimes."""
+
+    name: Final = "RequireNodeWithFuse"
+
+    def mutate(self, pod: dict[str, Any], ctx: Context) -> None:
+        expressions = [
+            label_in(key, value)
+            for ds in ctx.datasets
+            for key, value in sorted(fuse_node_selector(ctx.lookup.runtime(ctx.namespace, ds)).items())
+        ]
+        add_required(pod, expressions)

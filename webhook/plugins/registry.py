@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from webhook.plugins.base import Plugin
-from webhook.plugins.cache_affinity import NodeAffinityWithCache, PreferNodesWithoutCache
+from webhook.plugins.cache_affinity import NodeAffinityWithCache, PreferNodesWithoutCache, RequireNodeWithFuse
 from webhook.plugins.dataset_usage import DatasetUsageInjector
 from webhook.plugins.mount_propagation import MountPropagationInjector
 from webhook.plugins.runtime_config import RuntimeConfigInjector
@@ -23,6 +23,7 @@ PLUGINS: Final[Mapping[str, PluginFactory]] = {
         DatasetUsageInjector,
         NodeAffinityWithCache,
         PreferNodesWithoutCache,
+        RequireNodeWithFuse,
     )
 }
 CONFIGURED: Final[Mapping[str, ConfiguredFactory]] = {

@@ -73,9 +73,9 @@ upgrade has replaced the working pods).
 {{- define "fluid.pluginsProfile" -}}
 {{- $defaults := dict
       "clientless" (dict "withDataset" (list "RuntimeConfigInjector" "MountPropagationInjector") "withoutDataset" list)
-      "serverful" (dict "withDataset" (list "MountPropagationInjector" "NodeAffinityWithCache" "DatasetUsageInjector") "withoutDataset" (list "MountPropagationInjector"))
+      "serverful" (dict "withDataset" (list "MountPropagationInjector" "RequireNodeWithFuse" "NodeAffinityWithCache" "DatasetUsageInjector") "withoutDataset" (list "MountPropagationInjector"))
       "serverless" (dict "withDataset" (list "DatasetUsageInjector") "withoutDataset" list) -}}
-{{- $known := list "RuntimeConfigInjector" "MountPropagationInjector" "DatasetUsageInjector" "NodeAffinityWithCache" "PreferNodesWithoutCache" -}}
+{{- $known := list "RuntimeConfigInjector" "MountPropagationInjector" "DatasetUsageInjector" "NodeAffinityWithCache" "PreferNodesWithoutCache" "RequireNodeWithFuse" -}}
 {{- $given := dig "pluginsProfile" "plugins" dict (.Values.webhook | default dict) | default dict -}}
 {{- $config := list (dict "name" "NodeAffinityWithCache" "args" "preferred:\n  - name: fluid.io/node\n    weight: 100\nrequired:\n  - fluid.io/node\n") -}}
 {{- $pp := dig "pluginsProfile" dict (.Values.webhook | default dict) | default dict -}}
