@@ -11,8 +11,8 @@ runtime's workers change (a list by that label, as upstream does and as ``fusela
 not held in a watch of every Node's labels.
 
 Every replica holds the pod cache; only the leader writes. A key is a runtime's (namespace, name);
-it is settled when one of its worker pods changes, when the runtime or its Dataset does (a runtime
-being deleted wants no node), and each once when a replica comes to lead.
+it is settled when one of its worker pods changes, when the runtime does (a runtime being deleted
+wants no node), and each runtime's and each Dataset's once when a replica comes to lead.
 """
 
 from __future__ import annotations
@@ -67,9 +67,12 @@ def runtime_of(pod: dict[str, Any]) -> Key | None:
 
 
 class CacheNodes:
-    def __init__(self, api: kr8s.asyncio.Api, runtimes: WatchCache, namespace: str | None = None) -> None:
+    def __init__(
+        self, api: kr8s.asyncio.Api, runtimes: WatchCache, datasets: WatchCache, namespace: str | None = None
+    ) -> None:
         self.api = api
         self.runtimes = runtimes
+        self.datasets = datasets
         self.pods = WatchCache(
             api, PODS, namespace=namespace, label_selector=names.WORKER_POD_SELECTOR, trim=trim_worker_pod
         )
@@ -109,10 +112,14 @@ class CacheNodes:
     # ------------------------------------------------------------------ the leader's work
 
     async def lead(self) -> None:
-        """Settle every runtime once, then each as its workers change; until cancelled."""
-        while not (self.pods.synced.is_set() and self.runtimes.synced.is_set()):
+        """Settle every runtime once, then each as its workers change; until cancelled. Every Dataset's
+        key too: a runtime deleted while no replica led leaves its Dataset (held by its finalizer), and
+        the Dataset's key is the runtime's, so its nodes are unlabelled now."""
+        caches = (self.pods, self.runtimes, self.datasets)
+        while not all(c.synced.is_set() for c in caches):
             await asyncio.sleep(0.05)
-        for key in {*self.runtimes.keys(), *(k for p in self.pods.items() if (k := runtime_of(p)))}:
+        pods = (k for p in self.pods.items() if (k := runtime_of(p)))
+        for key in {*self.runtimes.keys(), *self.datasets.keys(), *pods}:
             self.queue.add(key)
         await drain(self.queue, self.settle, _failed)
 

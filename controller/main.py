@@ -105,7 +105,7 @@ class Controller:
         self.reconciler = Reconciler(api, self.caches, recorder, args.workers, self.class_index)
         self.guard = ClassGuard(self.reconciler.request, self.caches.classes, self.class_index, recorder)
         self.lost_nodes = LostNodes(api)
-        self.cache_nodes = CacheNodes(api, self.caches.runtimes, ns)
+        self.cache_nodes = CacheNodes(api, self.caches.runtimes, self.caches.datasets, ns)
         self._wire()
 
     def _wire(self) -> None:

@@ -233,3 +233,23 @@ def test_a_pod_waits_for_a_node_where_its_fuse_may_run(fl: Fluid) -> None:
         assert eventually(lambda: scheduled_on(fl, "fuse-app"), "fuse-app scheduled", timeout=90) == node
     finally:
         fl.core.patch_node(node, {"metadata": {"labels": {pool: None}}})
+
+
+def test_a_runtime_deleted_while_no_controller_ran_is_unlabelled_when_one_leads(
+    fl: Fluid, controller: ControllerProcess
+) -> None:
+    fl.create(dataset("gone"))
+    fl.create(runtime("gone", worker={"replicas": 1}))
+    eventually(lambda: fl.bound("gone"), "Dataset gone Bound", timeout=30)
+    nodes = eventually(lambda: worker_nodes(fl, "gone"), "a worker scheduled", timeout=60)
+    eventually(lambda: labelled_nodes(fl, "gone") == nodes, "the worker's node labelled", timeout=30)
+    controller.stop()
+    try:
+        fl.delete("cacheruntimes", "gone")
+        eventually(lambda: not worker_nodes(fl, "gone"), "the worker collected with its runtime", timeout=60)
+        assert labelled_nodes(fl, "gone") == nodes  # nobody took them off
+    finally:
+        controller.start()
+        controller.wait_ready()
+    # The Dataset outlived its runtime (its finalizer holds it): its key, settled at lead, unlabels.
+    eventually(lambda: not labelled_nodes(fl, "gone"), "the labels gone once a controller leads", timeout=60)
