@@ -78,6 +78,21 @@ def scheduled_on(fl: Fluid, pod: str) -> str | None:
     return found
 
 
+def unschedulable(fl: Fluid, pod: str) -> bool:
+    conditions = fl.core.read_namespaced_pod(pod, fl.ns).status.conditions or []
+    return any(c.type == "PodScheduled" and c.reason == "Unschedulable" for c in conditions)
+
+
+def cached(fl: Fluid, name: str) -> set[str]:
+    """A Dataset and its runtime of one worker, Bound, the worker's node labelled: that node."""
+    fl.create(dataset(name))
+    fl.create(runtime(name, worker={"replicas": 1}))
+    eventually(lambda: fl.bound(name), f"Dataset {name} Bound", timeout=30)
+    nodes = eventually(lambda: worker_nodes(fl, name), f"a worker of {name} scheduled", timeout=60)
+    eventually(lambda: labelled_nodes(fl, name) == nodes, f"the worker's node {nodes} labelled", timeout=30)
+    return nodes
+
+
 def filler(node: str) -> dict[str, Any]:
     """A pod bound to ``node`` by name (past the scheduler) asking for every CPU it has: the scheduler
     then finds no room there for a pod asking for one."""
@@ -95,12 +110,7 @@ def filler(node: str) -> dict[str, Any]:
 
 
 def test_the_nodes_of_the_workers_are_labelled_and_the_labels_follow_them(fl: Fluid) -> None:
-    fl.create(dataset("cp"))
-    fl.create(runtime("cp", worker={"replicas": 1}))
-    eventually(lambda: fl.bound("cp"), "Dataset cp Bound", timeout=30)
-    one = eventually(lambda: worker_nodes(fl, "cp"), "a worker scheduled", timeout=60)
-    eventually(lambda: labelled_nodes(fl, "cp") == one, f"the worker's node {one} labelled", timeout=30)
-    (node,) = one
+    (node,) = cached(fl, "cp")
     # Upstream's names, fluid.io/s-cache-{ns}-{name} and so on (a long namespace shortened to fit).
     assert cache_labels(fl, node, "cp") == {
         names.cache_runtime_node_label(fl.ns, "cp"): "true",
@@ -140,11 +150,7 @@ def test_the_nodes_of_the_workers_are_labelled_and_the_labels_follow_them(fl: Fl
 
 
 def test_an_app_pod_goes_to_the_cache_node_when_it_has_room_and_elsewhere_when_not(fl: Fluid) -> None:
-    fl.create(dataset("pl"))
-    fl.create(runtime("pl", worker={"replicas": 1}))
-    eventually(lambda: fl.bound("pl"), "Dataset pl Bound", timeout=30)
-    (cache_node,) = eventually(lambda: worker_nodes(fl, "pl"), "a worker scheduled", timeout=60)
-    eventually(lambda: labelled_nodes(fl, "pl") == {cache_node}, "the worker's node labelled", timeout=30)
+    (cache_node,) = cached(fl, "pl")
     eventually(lambda: fl.core.read_namespaced_persistent_volume_claim("pl", fl.ns), "PVC pl")
 
     def admitted_with_affinity() -> bool:
@@ -174,12 +180,9 @@ def test_an_app_pod_goes_to_the_cache_node_when_it_has_room_and_elsewhere_when_n
     assert far != cache_node
     required = {names.pod_sched_label("pl"): names.SCHED_REQUIRED}
     fl.core.create_namespaced_pod(fl.ns, app("must", "pl", labels=required))
-
-    def unschedulable() -> bool:
-        conditions = fl.core.read_namespaced_pod("must", fl.ns).status.conditions or []
-        return any(c.type == "PodScheduled" and c.reason == "Unschedulable" for c in conditions)
-
-    eventually(unschedulable, "must Unschedulable while its cache node is full", timeout=60)
+    eventually(
+        lambda: unschedulable(fl, "must"), "must Unschedulable while its cache node is full", timeout=60
+    )
     assert scheduled_on(fl, "must") is None
     fl.core.delete_namespaced_pod(f"filler-{cache_node}"[:63], fl.ns, grace_period_seconds=0)
     assert (
@@ -221,12 +224,11 @@ def test_a_pod_waits_for_a_node_where_its_fuse_may_run(fl: Fluid) -> None:
     assert required == {
         "nodeSelectorTerms": [{"matchExpressions": [{"key": pool, "operator": "In", "values": ["yes"]}]}]
     }
-
-    def unschedulable() -> bool:
-        conditions = fl.core.read_namespaced_pod("fuse-app", fl.ns).status.conditions or []
-        return any(c.type == "PodScheduled" and c.reason == "Unschedulable" for c in conditions)
-
-    eventually(unschedulable, "fuse-app Unschedulable: no node may run its client", timeout=60)
+    eventually(
+        lambda: unschedulable(fl, "fuse-app"),
+        "fuse-app Unschedulable: no node may run its client",
+        timeout=60,
+    )
     node = sorted(str(n.metadata.name) for n in fl.core.list_node().items)[-1]
     fl.core.patch_node(node, {"metadata": {"labels": {pool: "yes"}}})
     try:
@@ -238,11 +240,7 @@ def test_a_pod_waits_for_a_node_where_its_fuse_may_run(fl: Fluid) -> None:
 def test_a_runtime_deleted_while_no_controller_ran_is_unlabelled_when_one_leads(
     fl: Fluid, controller: ControllerProcess
 ) -> None:
-    fl.create(dataset("gone"))
-    fl.create(runtime("gone", worker={"replicas": 1}))
-    eventually(lambda: fl.bound("gone"), "Dataset gone Bound", timeout=30)
-    nodes = eventually(lambda: worker_nodes(fl, "gone"), "a worker scheduled", timeout=60)
-    eventually(lambda: labelled_nodes(fl, "gone") == nodes, "the worker's node labelled", timeout=30)
+    nodes = cached(fl, "gone")
     controller.stop()
     try:
         fl.delete("cacheruntimes", "gone")
