@@ -62,27 +62,45 @@ def _constrains(term: Json) -> bool:
 
 
 def add_required(pod: Json, expressions: list[Json]) -> None:
-    """Require ``expressions`` (all of them) on top of whatever the pod requires already.
+    """Require ``expressions`` (all of them) on top of whatever the pod requires already."""
+    add_required_any(pod, [expressions])
 
-    Required terms are ORed by the scheduler, their expressions ANDed, so the requirement is added to
-    every term that constrains anything. Terms that constrain nothing match no node; when the pod has
-    only such terms (or none) the requirement becomes its one term (as upstream's
-    InjectNodeSelectorTerms does)."""
-    if not expressions:
+
+def _has(term: Json, expressions: list[Json]) -> bool:
+    have = term.get("matchExpressions") or ()
+    return all(e in have for e in expressions)
+
+
+def add_required_any(pod: Json, alternatives: list[list[Json]]) -> None:
+    """Require one of ``alternatives`` (each a list of expressions, all of which must hold) on top of
+    whatever the pod requires already.
+
+    Required terms are ORed by the scheduler, their expressions ANDed, so each term that constrains
+    anything becomes one term per alternative: the term and the alternative's expressions. Terms that
+    constrain nothing match no node; when the pod has only such terms (or none) the alternatives
+    become its terms (as upstream's InjectNodeSelectorTerms does). A pod each of whose terms already
+    holds an alternative whole is left as it is, so a second run changes nothing."""
+    alternatives = [list(a) for a in alternatives if a]
+    if not alternatives:
         return
     node_affinity = _node_affinity(pod)
     selector = dict(node_affinity.get(REQUIRED) or {})
     terms = [term for term in selector.get("nodeSelectorTerms") or () if _constrains(term)]
+    if terms and all(any(_has(term, a) for a in alternatives) for term in terms):
+        return
     if not terms:
-        combined = [{"matchExpressions": list(expressions)}]
+        combined = [{"matchExpressions": a} for a in alternatives]
     else:
         combined = []
         for term in terms:
             have = list(term.get("matchExpressions") or ())
-            missing = [e for e in expressions if e not in have]
-            combined.append({**term, "matchExpressions": have + missing} if missing else term)
-    if combined == selector.get("nodeSelectorTerms"):
-        return
+            narrowed: list[Json] = []
+            for a in alternatives:
+                missing = [e for e in a if e not in have]
+                one = {**term, "matchExpressions": have + missing} if missing else term
+                if one not in narrowed:
+                    narrowed.append(one)
+            combined += narrowed
     selector["nodeSelectorTerms"] = combined
     node_affinity[REQUIRED] = selector
     _store(pod, node_affinity)

@@ -184,7 +184,7 @@ def test_upstreams_default_args_load_and_unknown_localities_do_nothing() -> None
         "    weight: 50\nrequired:\n  - fluid.io/node\n"
     )
     locality = parse_locality(upstream)
-    assert locality.ignored() == ["topology.kubernetes.io/zone"]
+    assert locality.topology() == ["topology.kubernetes.io/zone"]
     out = run(NodeAffinityWithCache(locality), app_pod("ds1"), ["ds1"])
     assert node_affinity(out) == {nodeaffinity.PREFERRED: [prefer("ds1")]}
 
@@ -291,7 +291,8 @@ def test_a_requirement_narrows_and_is_idempotent(pod: dict[str, Any], wanted: li
     nodeaffinity.add_required(work, wanted)
     assert pod == before
     na = work["spec"]["affinity"]["nodeAffinity"]
-    result = na[nodeaffinity.REQUIRED]["nodeSelectorTerms"]
+    # Terms that constrain nothing match no node: only the others count.
+    result = [t for t in na[nodeaffinity.REQUIRED]["nodeSelectorTerms"] if t["matchExpressions"]]
     assert result, "a pod that asked is never left without the requirement"
     for term in result:
         assert all(e in term["matchExpressions"] for e in wanted)
@@ -391,3 +392,79 @@ def test_the_default_profile_requires_the_clients_nodes_and_prefers_the_cache_no
         },
         nodeaffinity.PREFERRED: [prefer("ds1")],
     }
+
+
+UPSTREAM_ARGS = (
+    "preferred:\n  - {name: fluid.io/node, weight: 100}\n"
+    "  - {name: topology.kubernetes.io/zone, weight: 50}\n"
+    "  - {name: topology.kubernetes.io/region, weight: 20}\n"
+    "required: [fluid.io/node, topology.kubernetes.io/zone]\n"
+)
+ZONE, REGION = "topology.kubernetes.io/zone", "topology.kubernetes.io/region"
+
+
+def placed_dataset(name: str, terms: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "kind": "Dataset",
+        "metadata": {"namespace": NS, "name": name},
+        "spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": terms}}},
+    }
+
+
+def test_topology_localities_come_from_the_workers_affinity_the_dataset_gives() -> None:
+    zone_a = {"key": ZONE, "operator": "In", "values": ["a"]}
+    zone_b = {"key": ZONE, "operator": "In", "values": ["b"]}
+    region = {"key": REGION, "operator": "In", "values": ["r"]}
+    disk = {"key": "disk", "operator": "In", "values": ["ssd"]}
+    terms = [{"matchExpressions": [zone_a, disk]}, {"matchExpressions": [zone_b, region]}]
+    lookup = StaticLookup([placed_dataset("ds1", terms), placed_dataset("ds2", terms)])
+    plugin = NodeAffinityWithCache(parse_locality(UPSTREAM_ARGS))
+    pod = app_pod("ds1", "ds2", labels={"fluid.io/dataset.ds2.sched": "required"})
+    out = run(plugin, pod, ["ds1", "ds2"], lookup)
+    node = nodeaffinity.label_in(cache_key("ds2"), "true")
+    assert node_affinity(out) == {
+        # ds2 required: its cache nodes, in the zone of one of its workers' terms.
+        nodeaffinity.REQUIRED: {
+            "nodeSelectorTerms": [{"matchExpressions": [node, zone_a]}, {"matchExpressions": [node, zone_b]}]
+        },
+        # ds1 preferred: its cache nodes, then each locality expression of its workers with its weight.
+        nodeaffinity.PREFERRED: [
+            prefer("ds1"),
+            {"weight": 50, "preference": {"matchExpressions": [zone_a]}},
+            {"weight": 50, "preference": {"matchExpressions": [zone_b]}},
+            {"weight": 20, "preference": {"matchExpressions": [region]}},
+        ],
+    }
+    assert run(plugin, out, ["ds1", "ds2"], lookup) == out
+    # A workers' term without a required locality: they may run in any zone, so none is required.
+    anywhere = StaticLookup([placed_dataset("ds2", [*terms, {"matchExpressions": [disk]}])])
+    loose = run(plugin, app_pod("ds2", labels={"fluid.io/dataset.ds2.sched": "required"}), ["ds2"], anywhere)
+    assert node_affinity(loose)[nodeaffinity.REQUIRED] == {
+        "nodeSelectorTerms": [{"matchExpressions": [node]}]
+    }
+
+
+@given(pods(), st.lists(st.lists(expressions, min_size=1, max_size=2), min_size=1, max_size=3))
+def test_one_of_several_requirements_narrows_every_term_and_is_idempotent(
+    pod: dict[str, Any], alternatives: list[list[dict[str, Any]]]
+) -> None:
+    before = copy.deepcopy(pod)
+    work = working_copy(pod)
+    nodeaffinity.add_required_any(work, alternatives)
+    assert pod == before
+    terms = work["spec"]["affinity"]["nodeAffinity"][nodeaffinity.REQUIRED]["nodeSelectorTerms"]
+    constraining = [t for t in terms if t["matchExpressions"]]
+    assert constraining
+    for term in constraining:
+        assert any(all(e in term["matchExpressions"] for e in a) for a in alternatives)
+    # Each term the pod had still constrains as before, or more (its expressions kept, first).
+    old_terms = ((before["spec"].get("affinity") or {}).get("nodeAffinity") or {}).get(
+        nodeaffinity.REQUIRED
+    ) or {}
+    for old in (t for t in old_terms.get("nodeSelectorTerms") or () if t["matchExpressions"]):
+        assert any(
+            t["matchExpressions"][: len(old["matchExpressions"])] == old["matchExpressions"] for t in terms
+        )
+    again = copy.deepcopy(work)
+    nodeaffinity.add_required_any(again, alternatives)
+    assert again == work

@@ -8,10 +8,12 @@ args are upstream's ``TieredLocality``, given in the profile's ``pluginConfig``:
     preferred: [{name: fluid.io/node, weight: 100}]   # prefer the nodes of the dataset's workers
     required: [fluid.io/node]                          # what a pod that asks to require gets
 
-Of upstream's localities, the two built in are acted on: ``fluid.io/node`` (the node label
-``fluid.io/s-{ns}-{name}``) and ``fluid.io/fuse`` (``fluid.io/f-{ns}-{name}``, where the dataset's
-FUSE runs). Other names (upstream's topology keys, matched against the runtime's worker affinity in
-its status) are accepted and do nothing here. A pod asks to *require* a dataset's nodes with the label
+Two localities are built in: ``fluid.io/node`` (the node label ``fluid.io/s-{ns}-{name}``) and
+``fluid.io/fuse`` (``fluid.io/f-{ns}-{name}``, where the dataset's FUSE runs). Any other name is a
+node label key (upstream's ``topology.kubernetes.io/zone``…) matched against the workers' required
+node affinity, as upstream matches it against the runtime's ``status.cacheAffinity``; here that is the
+Dataset's ``nodeAffinity.required``, which the controller puts on the workers (``worker_terms``).
+A pod asks to *require* a dataset's nodes with the label
 ``fluid.io/dataset.{name}.sched: required``; every other dataset is preferred. A pod whose own
 affinity or nodeSelector already names one of the localities is left as it is (upstream's
 hasRepeatedLocality).
@@ -30,7 +32,15 @@ import yaml
 
 from kubectl_fluid.api import names
 from webhook.errors import Denied, ProfileError
-from webhook.nodeaffinity import add_preferred, add_required, label_absent, label_in, mentions, preferred_term
+from webhook.nodeaffinity import (
+    add_preferred,
+    add_required,
+    add_required_any,
+    label_absent,
+    label_in,
+    mentions,
+    preferred_term,
+)
 from webhook.plugins.base import Context
 
 # Upstream's weight of a preferred term toward nodes without cache (PreferNodesWithoutCache).
@@ -59,8 +69,8 @@ class TieredLocality:
     def names(self) -> set[str]:
         return {name for name, _ in self.preferred} | set(self.required)
 
-    def ignored(self) -> list[str]:
-        """The localities given that are not built in (they do nothing here)."""
+    def topology(self) -> list[str]:
+        """The localities given that are not built in: node label keys of the workers' affinity."""
         return sorted(self.names() - set(BUILT_IN))
 
 
@@ -149,14 +159,50 @@ class NodeAffinityWithCache:
             for locality in required
         ]
         add_required(pod, expressions)
-        terms = [
-            preferred_term(weight, [label_in(BUILT_IN[locality](ctx.namespace, ds), names.TRUE)])
-            for ds in ctx.datasets
-            if ds not in asked
-            for locality, weight in self.locality.preferred
-            if locality in BUILT_IN
-        ]
+        topology = set(self.locality.required) - set(BUILT_IN)
+        for ds in asked:
+            add_required_any(pod, required_topology(worker_terms(ctx, ds), topology))
+        weights = dict(self.locality.preferred)
+        terms = []
+        for ds in ctx.datasets:
+            if ds in asked:
+                continue
+            terms += [
+                preferred_term(weight, [label_in(BUILT_IN[locality](ctx.namespace, ds), names.TRUE)])
+                for locality, weight in self.locality.preferred
+                if locality in BUILT_IN
+            ]
+            terms += preferred_topology(worker_terms(ctx, ds), weights)
         add_preferred(pod, terms)
+
+
+def worker_terms(ctx: Context, dataset: str) -> list[dict[str, Any]]:
+    """The required node selector terms of the dataset's workers, as far as the webhook can see them:
+    the Dataset's ``nodeAffinity.required`` (the controller puts them on the worker; upstream reads the
+    worker's affinity from the runtime's ``status.cacheAffinity``, which stays empty here)."""
+    found = ctx.lookup.dataset(ctx.namespace, dataset) or {}
+    required = ((found.get("spec") or {}).get("nodeAffinity") or {}).get("required") or {}
+    return [t for t in required.get("nodeSelectorTerms") or () if isinstance(t, dict)]
+
+
+def preferred_topology(terms: list[dict[str, Any]], weights: Mapping[str, int]) -> list[dict[str, Any]]:
+    """Upstream's getPreferredSchedulingTermsFromRequired: each worker expression on a locality key of
+    the preferred list (``topology.kubernetes.io/zone``…) becomes a preferred term of its weight."""
+    return [
+        preferred_term(weights[e["key"]], [dict(e)])
+        for term in terms
+        for e in term.get("matchExpressions") or ()
+        if e.get("key") in weights and e.get("key") not in BUILT_IN
+    ]
+
+
+def required_topology(terms: list[dict[str, Any]], keys: set[str]) -> list[list[dict[str, Any]]]:
+    """The workers' terms narrowed to the locality keys of the required list, as alternatives (the
+    terms are ORed); none when a term has no such key, since the workers may then run anywhere."""
+    alternatives = [[dict(e) for e in t.get("matchExpressions") or () if e.get("key") in keys] for t in terms]
+    if not alternatives or not all(alternatives):
+        return []
+    return alternatives
 
 
 class PreferNodesWithoutCache:
