@@ -22,7 +22,7 @@ import kr8s.asyncio
 from controller import metrics
 from controller.conditions import now
 from controller.nodeloss import UNKNOWN, Mark, NodeView, Release, judge, node_view, owns_status
-from controller.workqueue import ShutDown, WorkQueue
+from controller.workqueue import WorkQueue, drain
 from kubectl_fluid.api import names
 from kubectl_fluid.kube import http
 from kubectl_fluid.kube.nodeready import trim_node
@@ -30,6 +30,10 @@ from kubectl_fluid.kube.resources import FUSEMOUNTS, NODES
 from kubectl_fluid.kube.watchcache import EventType, WatchCache
 
 log = logging.getLogger(__name__)
+
+
+def _failed(name: str, delay: float, error: Exception) -> None:
+    log.warning("FuseMount %s: writing its node's loss failed; retrying in %.2fs: %s", name, delay, error)
 
 
 class LostNodes:
@@ -96,25 +100,7 @@ class LostNodes:
             await asyncio.sleep(0.05)
         for fm in self.mounts.items():
             self.queue.add(fm["metadata"]["name"])
-        await self._worker()
-
-    async def _worker(self) -> None:
-        while True:
-            try:
-                name = await self.queue.get()
-            except ShutDown:
-                return
-            try:
-                await self.settle(name)
-            except Exception as e:
-                delay = self.queue.add_rate_limited(name)
-                log.warning(
-                    "FuseMount %s: writing its node's loss failed; retrying in %.2fs: %s", name, delay, e
-                )
-            else:
-                self.queue.forget(name)
-            finally:
-                self.queue.done(name)
+        await drain(self.queue, self.settle, _failed)
 
     async def settle(self, name: str) -> None:
         fm = self.mounts.get(None, name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -120,3 +120,25 @@ class WorkQueue(Generic[K]):
             timer.cancel()
         self._timers.clear()
         self._wake.set()
+
+
+async def drain(
+    queue: WorkQueue[K],
+    settle: Callable[[K], Awaitable[None]],
+    failed: Callable[[K, float, Exception], None],
+) -> None:
+    """Hand each key to ``settle`` until the queue shuts down: a success forgets the key's failures, a
+    failure queues it again after its backoff and is told to ``failed`` (key, delay, error) to log."""
+    while True:
+        try:
+            key = await queue.get()
+        except ShutDown:
+            return
+        try:
+            await settle(key)
+        except Exception as e:
+            failed(key, queue.add_rate_limited(key), e)
+        else:
+            queue.forget(key)
+        finally:
+            queue.done(key)

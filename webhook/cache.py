@@ -133,6 +133,9 @@ class ClusterLookup:
     def pv(self, name: str) -> Obj | None:
         return self.pvs.get(None, name)
 
+    def runtime(self, namespace: str, name: str) -> Obj | None:
+        return self.runtimes.get(namespace, name)
+
     # -- misses
 
     async def prefetch(self, namespace: str, datasets: list[str], deadline: float) -> Fetched:
@@ -269,6 +272,9 @@ class Fetched:
 
     def pv(self, name: str) -> Obj | None:
         return self._caches.pv(name)
+
+    def runtime(self, namespace: str, name: str) -> Obj | None:
+        return self._caches.runtime(namespace, name)
 
 
 def _keep(obj: Obj, section: str, keys: tuple[str, ...]) -> None:

@@ -12,13 +12,17 @@ from typing import Any, Literal, Protocol
 Kind = Literal["dataset", "configmap", "pvc"]
 # The cluster-scoped kinds the core reads (never fetched on a miss: see ``storage_class``).
 ClusterKind = Literal["storageclass", "pv"]
+# Read from the watch cache only, like the cluster-scoped kinds: a runtime exists long before a pod
+# mounts its Dataset's PVC (RequireNodeWithFuse reads its client's nodeSelector).
+CachedKind = Literal["cacheruntime"]
 # The ``kind`` field of each object StaticLookup indexes, by the Lookup method that returns it.
-_KINDS: Mapping[str, Kind | ClusterKind] = {
+_KINDS: Mapping[str, Kind | ClusterKind | CachedKind] = {
     "Dataset": "dataset",
     "ConfigMap": "configmap",
     "PersistentVolumeClaim": "pvc",
     "StorageClass": "storageclass",
     "PersistentVolume": "pv",
+    "CacheRuntime": "cacheruntime",
 }
 
 
@@ -38,12 +42,14 @@ class Lookup(Protocol):
 
     def pv(self, name: str) -> dict[str, Any] | None: ...
 
+    def runtime(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
 
 class StaticLookup:
     """A dict-backed Lookup for tests and benches: objects are indexed by kind, namespace and name."""
 
     def __init__(self, objects: Iterable[Mapping[str, Any]] = ()) -> None:
-        self._objects: dict[tuple[Kind | ClusterKind, str, str], dict[str, Any]] = {}
+        self._objects: dict[tuple[Kind | ClusterKind | CachedKind, str, str], dict[str, Any]] = {}
         for obj in objects:
             self.add(obj)
 
@@ -68,6 +74,9 @@ class StaticLookup:
 
     def pv(self, name: str) -> dict[str, Any] | None:
         return self._objects.get(("pv", "", name))
+
+    def runtime(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._objects.get(("cacheruntime", namespace, name))
 
 
 class RecordingLookup:
@@ -106,3 +115,6 @@ class RecordingLookup:
 
     def pv(self, name: str) -> dict[str, Any] | None:
         return self.inner.pv(name)
+
+    def runtime(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.inner.runtime(namespace, name)

@@ -6,6 +6,8 @@ The file keeps the shape of Fluid's ``webhook-plugins`` ConfigMap, so operators 
       clientless: {withDataset: [...], withoutDataset: [...]}
       serverful:  {...}
       serverless: {...}
+    pluginConfig:                     # args of the plugins that take some, as upstream
+      - {name: NodeAffinityWithCache, args: "<YAML>"}
 
 Loading is strict, because a typo would otherwise serve pods with a silently different set of plugins:
 an unknown plugin, group or key, a wrong type or a plugin listed twice in one list raises
@@ -24,7 +26,7 @@ from typing import Any, Final
 import yaml
 
 from webhook.errors import ProfileError
-from webhook.plugins import PLUGINS, Plugin, PluginFactory
+from webhook.plugins import CONFIGURED, PLUGINS, ConfiguredFactory, Plugin, PluginFactory
 from webhook.routing import CLIENTLESS, GROUPS, Group
 
 # ProfileError is re-exported: start-up loads the profile and catches its error from one module.
@@ -40,11 +42,17 @@ __all__ = [
 WITH_DATASET: Final = "withDataset"
 WITHOUT_DATASET: Final = "withoutDataset"
 _TOP: Final = "plugins"
+_CONFIG: Final = "pluginConfig"
 
 # What manifests ship (ConfigMap webhook-plugins). Clientless pods get their runtime config; serverful
 # pods (labelled fuse.serverful.fluid.io/inject, or asking for nothing: the propagation entry) get
 # host-to-container propagation on the mounts of the CSI driver's volumes and, with a Fluid PVC, the
-# in-use annotation; serverless pods only the annotation until a FUSE sidecar plugin exists. A
+# in-use annotation, and with a Dataset's PVC the nodes where its client may run required and a
+# preference for the nodes caching it (required when the pod asks, fluid.io/dataset.{name}.sched:
+# required); serverless pods only the annotation until a FUSE
+# sidecar plugin exists. PreferNodesWithoutCache (upstream's serverful withoutDataset) is left out: every
+# pod mounting any claim reaches that group here (the propagation entry), not only pods of Fluid's
+# namespaces as upstream's. A
 # clientless pod that also mounts a volume of the driver gets the propagation too.
 DEFAULT_PROFILE: Final = """\
 plugins:
@@ -52,11 +60,19 @@ plugins:
     withDataset: [RuntimeConfigInjector, MountPropagationInjector]
     withoutDataset: []
   serverful:
-    withDataset: [MountPropagationInjector, DatasetUsageInjector]
+    withDataset: [MountPropagationInjector, RequireNodeWithFuse, NodeAffinityWithCache, DatasetUsageInjector]
     withoutDataset: [MountPropagationInjector]
   serverless:
     withDataset: [DatasetUsageInjector]
     withoutDataset: []
+pluginConfig:
+  - name: NodeAffinityWithCache
+    args: |
+      preferred:
+        - name: fluid.io/node
+          weight: 100
+      required:
+        - fluid.io/node
 """
 CLIENTLESS_DEFAULT: Final[Mapping[str, tuple[str, ...]]] = {
     WITH_DATASET: ("RuntimeConfigInjector", "MountPropagationInjector"),
@@ -119,16 +135,48 @@ def _reject_unknown(keys: Any, known: tuple[str, ...], where: str) -> None:
         )
 
 
-def load_profile(text: str, registry: Mapping[str, PluginFactory] = PLUGINS) -> tuple[Profile, list[str]]:
+def _plugin_config(value: Any, configured: Mapping[str, ConfiguredFactory]) -> dict[str, str]:
+    """``pluginConfig``: each entry's args by plugin name (upstream's list of {name, args})."""
+    if value is None:
+        return {}
+    if not isinstance(value, list):
+        raise ProfileError(f"plugin profile: {_CONFIG} must be a list of {{name, args}}")
+    args: dict[str, str] = {}
+    for entry in value:
+        where = f"{_CONFIG} entry {entry!r}"
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            raise ProfileError(f"plugin profile: {where} must be a mapping with a name")
+        _reject_unknown(entry, ("name", "args"), where)
+        name = entry["name"]
+        if name not in configured:
+            raise ProfileError(
+                f'plugin profile: {_CONFIG} configures "{name}", which takes no args; '
+                f"plugins with args: {', '.join(sorted(configured))}"
+            )
+        if name in args:
+            raise ProfileError(f'plugin profile: {_CONFIG} configures "{name}" twice')
+        given = entry.get("args") or ""
+        if not isinstance(given, str):
+            raise ProfileError(f'plugin profile: {_CONFIG} "{name}": args must be a YAML string (args: |)')
+        args[name] = given
+    return args
+
+
+def load_profile(
+    text: str,
+    registry: Mapping[str, PluginFactory] = PLUGINS,
+    configured: Mapping[str, ConfiguredFactory] = CONFIGURED,
+) -> tuple[Profile, list[str]]:
     """Parse and resolve a profile; returns it with warnings to log. Raises ProfileError."""
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as error:
         raise ProfileError(f"plugin profile is not valid YAML: {error}") from error
     top = _mapping(document, "the document")
-    _reject_unknown(top, (_TOP,), "the document")
+    _reject_unknown(top, (_TOP, _CONFIG), "the document")
     sections = _mapping(top.get(_TOP), _TOP)
     _reject_unknown(sections, GROUPS, _TOP)
+    plugin_args = _plugin_config(top.get(_CONFIG), configured)
 
     warnings: list[str] = []
     instances: dict[str, Plugin] = {}
@@ -141,7 +189,8 @@ def load_profile(text: str, registry: Mapping[str, PluginFactory] = PLUGINS) -> 
                     f"known plugins: {', '.join(sorted(registry))}"
                 )
             if name not in instances:
-                instances[name] = registry[name]()
+                made = plugin_args.get(name)
+                instances[name] = registry[name]() if made is None else configured[name](made)
         return tuple(instances[name] for name in names)
 
     groups: dict[Group, GroupPlugins] = {}

@@ -574,3 +574,67 @@ def fuse_program_name(program: str) -> str:
 
 def is_fuse_standin(program: str) -> bool:
     return fuse_program_name(program) in (FUSE_STANDIN_PROGRAM, FUSE_STANDIN_MODULE)
+
+
+# --- cache placement (issue 31, slice G) ----------------------------------------------------------
+# Upstream's cache-node labels (pkg/utils/dataset/lifecycle/node.go, as its CacheRuntime engine sets
+# them in Sync): on every node where one of a runtime's worker pods runs. Upstream's runtime type of a
+# CacheRuntime is "cache"; its CacheRuntime has no tiered store in its RuntimeInfo, so the capacity
+# label it writes is the total "0B" and no memory or disk one.
+CACHE_RUNTIME_TYPE: Final = "cache"
+# How many datasets cache on the node (a count, kept by each runtime that labels or unlabels it).
+LABEL_DATASET_NUM: Final = "fluid.io/dataset-num"
+# Upstream's key of the node an Exclusive dataset holds; the value is ``exclusive_label_value()``.
+LABEL_EXCLUSIVE: Final = "fluid_exclusive"
+CACHE_TOTAL_CAPACITY: Final = "0B"
+# The worker pods of every runtime: the controller's one label-selected pod watch.
+WORKER_POD_SELECTOR: Final = f"{LABEL_APP_COMPONENT}=worker,{LABEL_APP_MANAGED_BY}={MANAGED_BY}"
+# A pod's own request for a dataset's cache nodes: ``fluid.io/dataset.{name}.sched: required``.
+POD_SCHED_LABEL_PREFIX: Final = "fluid.io/dataset."
+POD_SCHED_LABEL_SUFFIX: Final = ".sched"
+SCHED_REQUIRED: Final = "required"
+# The built-in localities of NodeAffinityWithCache's args: nodes of the workers, nodes of the FUSE.
+LOCALITY_NODE: Final = "fluid.io/node"
+LOCALITY_FUSE: Final = "fluid.io/fuse"
+
+
+def cache_node_label(namespace: str, dataset: str) -> str:
+    """Upstream's common label (value ``"true"``) of a node caching the dataset with any runtime,
+    ``fluid.io/s-{ns}-{name}``: the key ``NodeAffinityWithCache`` steers pods to. The same rule as
+    ``dataset_pvc_label()`` (upstream uses one key for both)."""
+    return dataset_pvc_label(namespace, dataset)
+
+
+def cache_runtime_node_label(namespace: str, dataset: str) -> str:
+    """Upstream's runtime label (value ``"true"``), ``fluid.io/s-cache-{ns}-{name}``: which nodes this
+    runtime labelled, and so which it must unlabel."""
+    return f"fluid.io/{fit_63(f's-{CACHE_RUNTIME_TYPE}-{namespace}-{dataset}')}"
+
+
+def cache_total_capacity_label(namespace: str, dataset: str) -> str:
+    """Upstream's total cache capacity label, ``fluid.io/s-h-cache-t-{ns}-{name}``."""
+    return f"fluid.io/{fit_63(f's-h-{CACHE_RUNTIME_TYPE}-t-{namespace}-{dataset}')}"
+
+
+def exclusive_label_value(namespace: str, dataset: str) -> str:
+    """Value of ``fluid_exclusive`` on a node an Exclusive dataset holds: ``{ns}_{name}``."""
+    return fit_63(f"{namespace}_{dataset}")
+
+
+def pod_sched_label(dataset: str) -> str:
+    """The label a pod sets to ``required`` to be placed only on the dataset's cache nodes."""
+    return f"{POD_SCHED_LABEL_PREFIX}{dataset}{POD_SCHED_LABEL_SUFFIX}"
+
+
+def sched_label_dataset(key: str) -> str | None:
+    """The dataset of a ``fluid.io/dataset.{name}.sched`` label key (upstream's regex
+    ``^fluid\\.io/dataset\\.([A-Za-z0-9.-]*)\\.sched$``), else None."""
+    shortest = len(POD_SCHED_LABEL_PREFIX) + len(POD_SCHED_LABEL_SUFFIX)
+    if len(key) < shortest or not key.startswith(POD_SCHED_LABEL_PREFIX):
+        return None
+    if not key.endswith(POD_SCHED_LABEL_SUFFIX):
+        return None
+    middle = key[len(POD_SCHED_LABEL_PREFIX) : len(key) - len(POD_SCHED_LABEL_SUFFIX)]
+    if not all(c.isascii() and (c.isalnum() or c in ".-") for c in middle):
+        return None
+    return middle

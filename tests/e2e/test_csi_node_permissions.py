@@ -368,20 +368,36 @@ def test_the_controllers_token_sets_and_removes_fluid_labels_of_any_node(
     controller_token: Path, core: client.CoreV1Api
 ) -> None:
     # A runtime gone: its client's fluid.io/f-* labels off every node (controller/teardown.py).
+    # And the cache-node labels of a runtime's workers' nodes (controller/cachenodes.py).
     label = names.fuse_node_label("team", "ds")
     for node in [str(n.metadata.name) for n in core.list_node().items]:
         for value in ("true", None):
             assert patch_node(controller_token, node, {"metadata": {"labels": {label: value}}}) is None
+        for key, value in (("fluid_exclusive", "team_ds"), ("fluid.io/dataset-num", "1")):
+            assert patch_node(controller_token, node, {"metadata": {"labels": {key: value}}}) is None
+            assert patch_node(controller_token, node, {"metadata": {"labels": {key: None}}}) is None
 
 
 @pytest.mark.parametrize(
     ("patch", "says"),
     [
-        ({"metadata": {"labels": {"kubernetes.io/hostname": "elsewhere"}}}, "only fluid.io/ labels"),
-        ({"metadata": {"labels": {"kubernetes.io/hostname": None}}}, "only fluid.io/ labels"),
-        ({"metadata": {"labels": {"team": "x"}}}, "only fluid.io/ labels"),
-        ({"spec": {"unschedulable": True}}, "changes nothing of a Node but its fluid.io/ labels"),
-        ({"metadata": {"annotations": {"x": "y"}}}, "changes nothing of a Node but its fluid.io/ labels"),
+        (
+            {"metadata": {"labels": {"kubernetes.io/hostname": "elsewhere"}}},
+            "only fluid.io/ labels (and fluid_exclusive)",
+        ),
+        (
+            {"metadata": {"labels": {"kubernetes.io/hostname": None}}},
+            "only fluid.io/ labels (and fluid_exclusive)",
+        ),
+        ({"metadata": {"labels": {"team": "x"}}}, "only fluid.io/ labels (and fluid_exclusive)"),
+        (
+            {"spec": {"unschedulable": True}},
+            "changes nothing of a Node but its fluid.io/ labels and fluid_exclusive",
+        ),
+        (
+            {"metadata": {"annotations": {"x": "y"}}},
+            "changes nothing of a Node but its fluid.io/ labels and fluid_exclusive",
+        ),
     ],
 )
 def test_the_controllers_token_changes_nothing_else_of_a_node(

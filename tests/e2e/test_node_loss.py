@@ -220,8 +220,10 @@ def test_the_controller_may_watch_nodes_and_mark_fusemounts_and_no_more(
 
     assert can("list", "nodes")
     assert can("watch", "nodes")
-    # Patch, to take a deleted runtime's fluid.io/f-* labels off its nodes (controller/fuselabels.py);
+    # Patch, to take a deleted runtime's fluid.io/f-* labels off its nodes (controller/fuselabels.py),
+    # and get and patch for the cache-node labels of its workers' nodes (controller/cachenodes.py);
     # nothing else on a Node.
+    assert can("get", "nodes")
     assert can("patch", "nodes")
     for verb in ("create", "update", "delete"):
         assert not can(verb, "nodes"), verb

@@ -164,6 +164,9 @@ EXPECTED_CLUSTER_GRANTS = {
     *(("apps", r, v) for r in ("statefulsets", "daemonsets") for v in CRUD),
     ("", "secrets", "get"),
     ("", "pods", "list"),
+    # Cache placement: the worker pods watched (label-selected), their nodes' cache labels read and patched.
+    ("", "pods", "watch"),
+    ("", "nodes", "get"),
     *((g, "events", v) for g in ("", "events.k8s.io") for v in ("create", "patch")),
     # Lost nodes: their readiness watched, their FuseMounts' status marked Unknown (never the objects).
     *(("", "nodes", v) for v in ("list", "watch")),
@@ -276,11 +279,22 @@ EXPECTED_PROFILE = {
             "withoutDataset": [],
         },
         "serverful": {
-            "withDataset": ["MountPropagationInjector", "DatasetUsageInjector"],
+            "withDataset": [
+                "MountPropagationInjector",
+                "RequireNodeWithFuse",
+                "NodeAffinityWithCache",
+                "DatasetUsageInjector",
+            ],
             "withoutDataset": ["MountPropagationInjector"],
         },
         "serverless": {"withDataset": ["DatasetUsageInjector"], "withoutDataset": []},
-    }
+    },
+    "pluginConfig": [
+        {
+            "name": "NodeAffinityWithCache",
+            "args": "preferred:\n  - name: fluid.io/node\n    weight: 100\nrequired:\n  - fluid.io/node\n",
+        }
+    ],
 }
 
 

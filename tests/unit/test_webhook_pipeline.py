@@ -181,13 +181,29 @@ def test_serverful_pod_with_a_fluid_pvc() -> None:
     }
     outcome = _admit(pod, StaticLookup([dataset_pvc("ds1")]))
     assert outcome.group == "serverful"
-    assert outcome.plugins_run == ["MountPropagationInjector", "DatasetUsageInjector"]
+    assert outcome.plugins_run == [
+        "MountPropagationInjector",
+        "RequireNodeWithFuse",
+        "NodeAffinityWithCache",
+        "DatasetUsageInjector",
+    ]
+    preferred = {
+        "weight": 100,
+        "preference": {
+            "matchExpressions": [{"key": f"fluid.io/s-{NS}-ds1", "operator": "In", "values": ["true"]}]
+        },
+    }
     assert outcome.patch == [
         {"op": "add", "path": "/metadata/annotations", "value": {"fluid.io/datasets-in-use": "ds1"}},
         {
             "op": "add",
             "path": "/spec/containers/0/volumeMounts/0/mountPropagation",
             "value": "HostToContainer",
+        },
+        {
+            "op": "add",
+            "path": "/spec/affinity",
+            "value": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [preferred]}},
         },
     ]
 
@@ -244,4 +260,9 @@ def test_a_pod_asking_for_propagation_without_a_fluid_pvc_is_admitted_unchanged_
     pod["metadata"]["annotations"] = {names.ANNOTATION_DATASET: "ds1"}
     outcome = _admit(pod, StaticLookup([dataset_pvc("ds1")]))
     assert outcome.warnings == [NO_FLUID_PVC_WARNING]
-    assert outcome.plugins_run == ["MountPropagationInjector", "DatasetUsageInjector"]
+    assert outcome.plugins_run == [
+        "MountPropagationInjector",
+        "RequireNodeWithFuse",
+        "NodeAffinityWithCache",
+        "DatasetUsageInjector",
+    ]

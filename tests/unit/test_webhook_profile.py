@@ -21,30 +21,44 @@ def test_default_profile_is_what_the_docs_say() -> None:
         },
         "serverless": {"withDataset": ["DatasetUsageInjector"], "withoutDataset": []},
         "serverful": {
-            "withDataset": ["MountPropagationInjector", "DatasetUsageInjector"],
+            "withDataset": [
+                "MountPropagationInjector",
+                "RequireNodeWithFuse",
+                "NodeAffinityWithCache",
+                "DatasetUsageInjector",
+            ],
             "withoutDataset": ["MountPropagationInjector"],
         },
     }
     assert [p.name for p in profile.plugins("serverful", with_dataset=True)] == [
         "MountPropagationInjector",
+        "RequireNodeWithFuse",
+        "NodeAffinityWithCache",
         "DatasetUsageInjector",
     ]
     assert profile.plugins("clientless", with_dataset=False) == ()
 
 
 def test_registry_names_match_plugins() -> None:
-    assert sorted(PLUGINS) == ["DatasetUsageInjector", "MountPropagationInjector", "RuntimeConfigInjector"]
+    assert sorted(PLUGINS) == [
+        "DatasetUsageInjector",
+        "MountPropagationInjector",
+        "NodeAffinityWithCache",
+        "PreferNodesWithoutCache",
+        "RequireNodeWithFuse",
+        "RuntimeConfigInjector",
+    ]
     assert all(factory().name == name for name, factory in PLUGINS.items())
 
 
 def test_unknown_plugin_stops_start_up_naming_it_and_the_known_ones() -> None:
-    text = "plugins:\n  serverful:\n    withDataset: [MountPropagationInjector, RequireNodeWithFuse]\n"
+    text = "plugins:\n  serverful:\n    withDataset: [MountPropagationInjector, FuseSidecar]\n"
     with pytest.raises(ProfileError) as error:
         load_profile(text)
     message = str(error.value)
-    assert '"RequireNodeWithFuse"' in message
+    assert '"FuseSidecar"' in message
     assert "plugins.serverful.withDataset" in message
-    assert "DatasetUsageInjector, MountPropagationInjector, RuntimeConfigInjector" in message
+    assert ", ".join(sorted(PLUGINS)) in message
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller.workqueue import ItemBackoff, ShutDown, WorkQueue
+from controller.workqueue import ItemBackoff, ShutDown, WorkQueue, drain
 
 
 def run(coro: object) -> None:
@@ -140,5 +140,28 @@ def test_shutdown_releases_waiting_workers() -> None:
             await waiter
         q.add("late")
         assert len(q) == 0
+
+    run(main())
+
+
+def test_drain_retries_a_failed_key_after_its_backoff_and_stops_at_shutdown() -> None:
+    async def main() -> None:
+        q: WorkQueue[str] = WorkQueue(ItemBackoff(base=0.01))
+        settled: list[str] = []
+        failures: list[tuple[str, float, str]] = []
+
+        async def settle(key: str) -> None:
+            settled.append(key)
+            if settled.count(key) == 1:
+                raise RuntimeError("first try")
+            if key == "b":
+                q.shut_down()
+
+        q.add("a")
+        q.add("b")
+        await asyncio.wait_for(drain(q, settle, lambda k, d, e: failures.append((k, d, str(e)))), 2)
+        assert failures == [("a", 0.01, "first try"), ("b", 0.01, "first try")]
+        assert sorted(settled) == ["a", "a", "b", "b"]
+        assert q.backoff.retries("a") == 0  # forgotten once it succeeded
 
     run(main())

@@ -73,10 +73,13 @@ upgrade has replaced the working pods).
 {{- define "fluid.pluginsProfile" -}}
 {{- $defaults := dict
       "clientless" (dict "withDataset" (list "RuntimeConfigInjector" "MountPropagationInjector") "withoutDataset" list)
-      "serverful" (dict "withDataset" (list "MountPropagationInjector" "DatasetUsageInjector") "withoutDataset" (list "MountPropagationInjector"))
+      "serverful" (dict "withDataset" (list "MountPropagationInjector" "RequireNodeWithFuse" "NodeAffinityWithCache" "DatasetUsageInjector") "withoutDataset" (list "MountPropagationInjector"))
       "serverless" (dict "withDataset" (list "DatasetUsageInjector") "withoutDataset" list) -}}
-{{- $known := list "RuntimeConfigInjector" "MountPropagationInjector" "DatasetUsageInjector" -}}
+{{- $known := list "RuntimeConfigInjector" "MountPropagationInjector" "DatasetUsageInjector" "NodeAffinityWithCache" "PreferNodesWithoutCache" "RequireNodeWithFuse" -}}
 {{- $given := dig "pluginsProfile" "plugins" dict (.Values.webhook | default dict) | default dict -}}
+{{- $config := list (dict "name" "NodeAffinityWithCache" "args" "preferred:\n  - name: fluid.io/node\n    weight: 100\nrequired:\n  - fluid.io/node\n") -}}
+{{- $pp := dig "pluginsProfile" dict (.Values.webhook | default dict) | default dict -}}
+{{- if hasKey $pp "pluginConfig" }}{{ $config = $pp.pluginConfig | default list }}{{ end -}}
 {{- range $group, $_ := $given -}}
 {{- if not (hasKey $defaults $group) -}}
 {{- fail (printf "webhook.pluginsProfile.plugins.%s: unknown handler group; known: clientless, serverful, serverless" $group) -}}
@@ -114,4 +117,7 @@ plugins:
     withDataset: [{{ join ", " (get (get $profile $group) "withDataset") }}]
     withoutDataset: [{{ join ", " (get (get $profile $group) "withoutDataset") }}]
 {{- end }}
+# Args of the plugins that take some (NodeAffinityWithCache: upstream's TieredLocality).
+pluginConfig:
+{{- toYaml $config | nindent 2 }}
 {{- end -}}
