@@ -2,7 +2,8 @@
 
 Every replica lists and watches, so a standby that takes over already has the cluster in memory; it
 then queues every Dataset and CacheRuntime once (level-triggered: a new leader checks everything).
-Beside the reconcilers, the leader marks the FuseMounts of lost nodes (``controller/lostnodes.py``).
+Beside the reconcilers, the leader marks the FuseMounts of lost nodes (``controller/lostnodes.py``)
+and runs DataLoads (``controller/dataload/``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import kr8s.asyncio
 
 from controller import metrics
 from controller.classguard import ClassGuard, ClassKey
+from controller.dataload.room import DataLoads
 from controller.desired.status import watched_state
 from controller.desired.storage import pv_holder
 from controller.events import Recorder
@@ -103,6 +105,7 @@ class Controller:
         self.reconciler = Reconciler(api, self.caches, recorder, args.workers, self.class_index)
         self.guard = ClassGuard(self.reconciler.request, self.caches.classes, self.class_index, recorder)
         self.lost_nodes = LostNodes(api)
+        self.dataloads = DataLoads(api, self.caches, recorder, ns)
         self._wire()
 
     def _wire(self) -> None:
@@ -174,7 +177,7 @@ class Controller:
         self.caches.pvs.add_handler(pv)
 
     def watches(self) -> list[WatchCache]:
-        return [*self.caches.all(), *self.lost_nodes.caches()]
+        return [*self.caches.all(), *self.lost_nodes.caches(), *self.dataloads.caches()]
 
     def synced(self) -> bool:
         return all(c.synced.is_set() for c in self.watches())
@@ -183,6 +186,8 @@ class Controller:
         metrics.IS_LEADER.set(1)
         # Its own caches and queue: Nodes it may not list (a narrowed install) hold back no Dataset.
         lost_nodes = asyncio.create_task(self.lost_nodes.lead(), name="lost-nodes")
+        # DataLoads: a room of their own too (controller/dataload/), keyed by Dataset.
+        dataloads = asyncio.create_task(self.dataloads.lead(), name="dataloads")
         try:
             while not all(c.synced.is_set() for c in self.caches.all()):
                 await asyncio.sleep(0.05)
@@ -191,11 +196,12 @@ class Controller:
             for cls in self.caches.classes.items():
                 self.queue.add(ClassKey(cls["metadata"]["name"]))
             log.info("reconciling", extra={"keys": len(self.queue), "workers": self.args.workers})
-            await asyncio.gather(*(self._worker() for _ in range(self.args.workers)), lost_nodes)
+            await asyncio.gather(*(self._worker() for _ in range(self.args.workers)), lost_nodes, dataloads)
         finally:
-            lost_nodes.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await lost_nodes
+            for task in (lost_nodes, dataloads):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             metrics.IS_LEADER.set(0)
 
     async def _worker(self) -> None:
