@@ -31,6 +31,10 @@ from kubectl_fluid.api.dataload import DataLoad
 
 Json = dict[str, Any]
 FINISHED = (names.PHASE_COMPLETE, names.PHASE_FAILED)
+# A waiting DataLoad is looked at again after this long: the reconciler holds its own writes of a
+# Dataset's phase and a runtime's Ready (``WatchCache.observe``), so their events may never reach the
+# room (upstream requeues a waiting operation after 20 s).
+WAIT_RECHECK = 5.0
 # Policies upstream runs for CacheRuntime that this controller does not (yet): failed, never silent.
 _UNRUN_POLICIES = {
     "Cron": "policy Cron is not run by this controller (upstream runs it as a CronJob); use policy Once",
@@ -215,6 +219,7 @@ def _pending(view: View, obj: Json, holder: str | None, out: Plan) -> str | None
         waiting = f"DataLoad {holder} is running on Dataset {view.dataset}; this one runs after it"
     if waiting is not None:
         out.steps.append(Note(name, Event("Normal", names.REASON_OPERATION_WAITING, waiting)))
+        out.again_in(WAIT_RECHECK)
         return holder
     out.steps.append(Lock(name))
     out.steps.append(Status(name, {**(obj.get("status") or {}), "phase": names.PHASE_EXECUTING}))

@@ -35,6 +35,7 @@ from kubectl_fluid.kube.watchcache import EventType, WatchCache
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]  # (namespace, dataset)
+PASSES = 4  # plans carried out in one turn of a key: new → Pending → Executing → its Job
 JOB_SELECTOR = (
     f"{names.LABEL_DATALOAD_ROLE}={names.DATALOAD_JOB_ROLE},{names.LABEL_APP_MANAGED_BY}={names.MANAGED_BY}"
 )
@@ -132,13 +133,28 @@ class DataLoads:
         )
 
     async def settle(self, key: Key) -> float | None:
-        """Carry out one plan; the seconds after which to look again, if any."""
-        view = self.view(key)
-        if not view.dataloads:
-            return None
-        steps: Plan = plan(view)
+        """Plan and carry out until a plan changes nothing more (a DataLoad that takes the lock gets
+        its Job in the same call): our own writes are held in the caches without an event
+        (``WatchCache.observe``), so nothing else would queue the key again for them. Returns the
+        seconds after which to look again, if any."""
+        for _ in range(PASSES):
+            view = self.view(key)
+            if not view.dataloads:
+                return None
+            steps: Plan = plan(view)
+            if not await self._carry_out(key, view, steps):
+                return steps.requeue_after
+        return 0.0  # still moving after PASSES plans: go on in a later turn of the queue
+
+    async def _carry_out(self, key: Key, view: View, steps: Plan) -> bool:
+        """Whether a step changed anything (an Event alone does not)."""
         by_name = {d["metadata"]["name"]: d for d in view.dataloads}
+        changed = False
         for step in steps.steps:
+            if isinstance(step, Note):
+                await self._event(by_name[step.name], step.event.type, step.event.reason, step.event.message)
+                continue
+            changed = True
             if isinstance(step, Lock):
                 await self._lock(view, step.holder)
             elif isinstance(step, Status):
@@ -148,13 +164,11 @@ class DataLoads:
                         by_name[step.name], step.event.type, step.event.reason, step.event.message
                     )
                 log.info("DataLoad %s/%s: %s", key[0], step.name, step.status.get("phase"))
-            elif isinstance(step, Note):
-                await self._event(by_name[step.name], step.event.type, step.event.reason, step.event.message)
             elif isinstance(step, CreateJob):
                 await self._create_job(step.job)
             elif isinstance(step, Delete):
                 await self._delete(by_name[step.name])
-        return steps.requeue_after
+        return changed
 
     async def _event(self, obj: dict[str, Any], type_: str, reason: str, message: str) -> None:
         await self.recorder.event(

@@ -129,6 +129,20 @@ def test_two_at_once_serialize_and_deleting_the_running_one_stops_its_job(fl: Lo
     assert fl.holder("ds2") is None
 
 
+def test_a_dataload_made_with_its_dataset_waits_for_it_to_be_ready_then_runs(
+    fl: Loads, load_class: str
+) -> None:
+    fl.load("early", "ds6")  # before the Dataset exists
+    fl.create(dataset("ds6"))
+    fl.create(runtime("ds6", load_class))
+    eventually(
+        lambda: any("DataOperationWaiting" in e for e in fl.events("early")),
+        "early says it waits",
+        timeout=30,
+    )
+    eventually(lambda: fl.phase("early") == "Complete", "early Complete once ds6 is Ready", timeout=90)
+
+
 def test_a_class_without_a_dataload_spec_fails_it_with_the_reason(fl: Loads) -> None:
     fl.ready("ds3", "mooncake")
     fl.load("nope", "ds3")
