@@ -22,6 +22,8 @@ Phase = Literal["", "Pending", "Executing", "Complete", "Failed"]
 
 
 class TargetDataset(KubeModel):
+    """The Dataset a data operation is about."""
+
     name: str = Field(description="Name of the Dataset to load.")
     namespace: str | None = Field(default=None, description="Its namespace: the DataLoad's own.")
 
@@ -56,11 +58,15 @@ class OperationRef(ObjectRef):
 
 
 class TargetPath(KubeModel):
+    """A path of the Dataset to load, and how many replicas of it."""
+
     path: str = Field(description="A path in the Dataset to load.")
     replicas: int | None = Field(default=None, description="How many cache replicas to load (default 1).")
 
 
 class DataLoadSpec(KubeModel):
+    """What to load, how often, and the loader pod's settings."""
+
     dataset: TargetDataset | None = Field(default=None, description="The Dataset to load.")
     load_metadata: bool | None = Field(default=None, description="Load the metadata too.")
     target: list[TargetPath] | None = Field(default=None, description="Paths to load (default: /).")
@@ -82,6 +88,8 @@ class DataLoadSpec(KubeModel):
 
 
 class WaitingStatus(KubeModel):
+    """What a data operation waits for."""
+
     operation_complete: bool | None = None
 
 
