@@ -13,6 +13,8 @@
   is released.
 - ``Complete``/``Failed``: a lock still naming it is released; ``ttlSecondsAfterFinished`` deletes
   it once the time has passed.
+
+Policy Cron makes a CronJob instead of the Job and follows its newest Job (``cron.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from controller.dataload.cron import build_cronjob, current_job, schedule_times
 from controller.dataload.job import Unsupported, build_job, dataload_spec
 from kubectl_fluid.api import names
 from kubectl_fluid.api.cacheruntime import CacheRuntime
@@ -37,8 +40,7 @@ FINISHED = (names.PHASE_COMPLETE, names.PHASE_FAILED)
 WAIT_RECHECK = 5.0
 # Policies upstream runs for CacheRuntime that this controller does not (yet): failed, never silent.
 _UNRUN_POLICIES = {
-    "Cron": "policy Cron is not run by this controller (upstream runs it as a CronJob); use policy Once",
-    "OnEvent": "policy OnEvent is not run for CacheRuntime (nor by upstream); use policy Once",
+    "OnEvent": "policy OnEvent is not run for CacheRuntime (nor by upstream); use policy Once or Cron",
 }
 
 
@@ -54,6 +56,7 @@ class View:
     dataloads: list[Json]
     jobs: dict[str, Json]  # by name
     now: str
+    cronjobs: dict[str, Json] = field(default_factory=dict)  # by name
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,8 @@ class Lock:
 
 @dataclass(frozen=True)
 class CreateJob:
+    """Create ``job``: a Job, or the CronJob of a DataLoad of policy Cron."""
+
     job: Json
 
 
@@ -196,6 +201,11 @@ def _problem(view: View, obj: Json) -> tuple[str, str] | None:
             names.REASON_OPERATION_NOT_SUPPORTED,
             _UNRUN_POLICIES.get(spec.policy, ""),
         ),
+        (
+            spec.policy == names.POLICY_CRON and not (spec.schedule or "").strip(),
+            names.REASON_OPERATION_NOT_VALID,
+            "policy Cron needs a schedule (cron format, e.g. */30 * * * *)",
+        ),
     )
     for refused, reason, message in refusals:
         if refused:
@@ -249,25 +259,28 @@ def _not_ready(view: View) -> str | None:
 def _executing(view: View, obj: Json, out: Plan) -> bool:
     """Steps of a running DataLoad; True when it ends in this pass."""
     name = obj["metadata"]["name"]
-    job = view.jobs.get(names.dataload_job(name))
-    if job is None:
+    cron = _is_cron(obj)
+    made = (view.cronjobs if cron else view.jobs).get(names.dataload_job(name))
+    if made is None:
         if view.runtime is None or view.runtime_class is None:
             out.steps.append(
                 _failed(view, obj, names.REASON_OPERATION_FAILED, f"the CacheRuntime {view.dataset} is gone")
             )
             return True
         try:
-            out.steps.append(
-                CreateJob(
-                    build_job(DataLoad.model_validate(obj), view.dataset, view.runtime, view.runtime_class)
-                )
-            )
+            built = build_job(DataLoad.model_validate(obj), view.dataset, view.runtime, view.runtime_class)
         except Unsupported as e:
             out.steps.append(_failed(view, obj, e.reason, str(e)))
             return True
+        schedule = str((obj.get("spec") or {}).get("schedule") or "")
+        out.steps.append(CreateJob(build_cronjob(built, schedule) if cron else built))
         return False
-    ended = _job_end(job)
+    job = current_job(made, list(view.jobs.values())) if cron else made
+    ended = _job_end(job) if job is not None else None
     if ended is None:
+        times = schedule_times(made) if cron else {}
+        if times and any((obj.get("status") or {}).get(k) != v for k, v in times.items()):
+            out.steps.append(Status(name, {**(obj.get("status") or {}), **times}))
         return False
     kind, reason, message, at = ended
     if kind == names.PHASE_COMPLETE:
@@ -276,8 +289,18 @@ def _executing(view: View, obj: Json, out: Plan) -> bool:
         event = Event(
             "Warning", names.REASON_OPERATION_FAILED, f"DataLoad {name} failed: {message or reason}"
         )
-    out.steps.append(Status(name, _ended_status(obj, kind, reason, message, at), event))
+    assert job is not None
+    started = job["metadata"].get("creationTimestamp") if cron else None
+    status = _ended_status(obj, kind, reason, message, at, started=started)
+    if cron:
+        status.update(schedule_times(made))
+        status["conditions"] = [c for c in status["conditions"] if c.get("type") == kind]
+    out.steps.append(Status(name, status, event))
     return True
+
+
+def _is_cron(obj: Json) -> bool:
+    return (obj.get("spec") or {}).get("policy") == names.POLICY_CRON
 
 
 def _job_end(job: Json) -> tuple[str, str, str, str] | None:
@@ -298,9 +321,13 @@ def _failed(view: View, obj: Json, reason: str, message: str) -> Status:
     return Status(name, status, Event("Warning", reason, f"DataLoad {name}: {message}"))
 
 
-def _ended_status(obj: Json, phase: str, reason: str, message: str, at: str) -> Json:
+def _ended_status(
+    obj: Json, phase: str, reason: str, message: str, at: str, *, started: str | None = None
+) -> Json:
+    """The status of a DataLoad that ended at ``at``; its duration from ``started`` (a Cron
+    DataLoad's Job's creation), else from the DataLoad's creation."""
     status = dict(obj.get("status") or {})
-    created = obj["metadata"].get("creationTimestamp") or at
+    created = started or obj["metadata"].get("creationTimestamp") or at
     condition = {
         "type": phase,
         "status": "True",
@@ -319,6 +346,9 @@ def _ended_status(obj: Json, phase: str, reason: str, message: str, at: str) -> 
 
 
 def _finished(view: View, obj: Json, out: Plan) -> None:
+    if _is_cron(obj):
+        _cron_again(view, obj, out)
+        return
     ttl = (obj.get("spec") or {}).get("ttlSecondsAfterFinished")
     if ttl is None:
         return
@@ -331,6 +361,21 @@ def _finished(view: View, obj: Json, out: Plan) -> None:
         out.steps.append(Delete(obj["metadata"]["name"]))
     else:
         out.again_in(left)
+
+
+def _cron_again(view: View, obj: Json, out: Plan) -> None:
+    """A Cron DataLoad that ended: Pending again (to take the lock) once its CronJob's next Job runs;
+    its schedule times kept current meanwhile."""
+    name = obj["metadata"]["name"]
+    cronjob = view.cronjobs.get(names.dataload_job(name))
+    if cronjob is None:
+        return
+    status = {**(obj.get("status") or {}), **schedule_times(cronjob)}
+    job = current_job(cronjob, list(view.jobs.values()))
+    if job is not None and _job_end(job) is None:
+        status.update(phase=names.PHASE_PENDING, duration=names.DURATION_RUNNING_AGAIN)
+    if status != (obj.get("status") or {}):
+        out.steps.append(Status(name, status))
 
 
 def parse_time(stamp: str) -> datetime.datetime:

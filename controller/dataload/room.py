@@ -29,16 +29,16 @@ from kubectl_fluid.api import names
 from kubectl_fluid.api.cacheruntime import CacheRuntime
 from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass
 from kubectl_fluid.kube import http
-from kubectl_fluid.kube.resources import DATALOADS, DATASETS, JOBS
+from kubectl_fluid.kube.resources import CRONJOBS, DATALOADS, DATASETS, JOBS
 from kubectl_fluid.kube.watchcache import EventType, WatchCache
 
 log = logging.getLogger(__name__)
 
 Key = tuple[str, str]  # (namespace, dataset)
 PASSES = 4  # plans carried out in one turn of a key: new → Pending → Executing → its Job
-JOB_SELECTOR = (
-    f"{names.LABEL_DATALOAD_ROLE}={names.DATALOAD_JOB_ROLE},{names.LABEL_APP_MANAGED_BY}={names.MANAGED_BY}"
-)
+MANAGED = f"{names.LABEL_APP_MANAGED_BY}={names.MANAGED_BY}"
+JOB_SELECTOR = f"{names.LABEL_DATALOAD_ROLE}={names.DATALOAD_JOB_ROLE},{MANAGED}"
+CRONJOB_SELECTOR = f"{names.LABEL_DATALOAD_ROLE}={names.DATALOAD_CRONJOB_ROLE},{MANAGED}"
 
 
 def target_dataset(dataload: dict[str, Any]) -> str:
@@ -54,14 +54,19 @@ class DataLoads:
         self.recorder = recorder
         self.dataloads = WatchCache(api, DATALOADS, namespace=namespace)
         self.jobs = WatchCache(api, JOBS, namespace=namespace, label_selector=JOB_SELECTOR, compact=True)
+        # Policy Cron: the CronJobs (their Jobs carry the Job labels, so the Job watch has them).
+        self.cronjobs = WatchCache(
+            api, CRONJOBS, namespace=namespace, label_selector=CRONJOB_SELECTOR, compact=True
+        )
         self.queue: WorkQueue[Key] = WorkQueue()
         self.dataloads.add_handler(self._dataload_changed)
         self.jobs.add_handler(self._job_changed)
+        self.cronjobs.add_handler(self._job_changed)
         caches.datasets.add_handler(self._dataset_changed)
         caches.runtimes.add_handler(self._dataset_changed)
 
     def caches(self) -> list[WatchCache]:
-        return [self.dataloads, self.jobs]
+        return [self.dataloads, self.jobs, self.cronjobs]
 
     def synced(self) -> bool:
         return all(c.synced.is_set() for c in (*self.caches(), *self.shared.all()))
@@ -130,6 +135,7 @@ class DataLoads:
             dataloads=[d for d in self.dataloads.items(namespace) if target_dataset(d) == dataset],
             jobs={j["metadata"]["name"]: j for j in self.jobs.items(namespace)},
             now=now(),
+            cronjobs={c["metadata"]["name"]: c for c in self.cronjobs.items(namespace)},
         )
 
     async def settle(self, key: Key) -> float | None:
@@ -219,16 +225,20 @@ class DataLoads:
         log.info("Dataset %s/%s: DataLoad lock %s", view.namespace, view.dataset, holder or "released")
 
     async def _create_job(self, job: dict[str, Any]) -> None:
+        """Create a loader Job, or a Cron DataLoad's CronJob."""
+        resource, cache = (CRONJOBS, self.cronjobs) if job["kind"] == CRONJOBS.kind else (JOBS, self.jobs)
         meta = job["metadata"]
         try:
-            created = await http.request(self.api, "POST", JOBS.collection_path(meta["namespace"]), body=job)
+            created = await http.request(
+                self.api, "POST", resource.collection_path(meta["namespace"]), body=job
+            )
         except http.ApiError as e:
             if e.code != 409:  # made already: the watch has not brought it yet
                 raise
             return
-        metrics.WRITES.labels("create", "jobs").inc()
-        self.jobs.observe(created)
-        log.info("DataLoad Job %s/%s created", meta["namespace"], meta["name"])
+        metrics.WRITES.labels("create", resource.plural).inc()
+        cache.observe(created)
+        log.info("DataLoad %s %s/%s created", job["kind"], meta["namespace"], meta["name"])
 
     async def _delete(self, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]

@@ -615,3 +615,9 @@ def dataload_release(dataload: str) -> str:
 def dataload_job(dataload: str) -> str:
     """The loader Job of a DataLoad, as upstream's chart names it: ``{name}-loader-job``."""
     return fit_63(f"{dataload_release(dataload)}-job")
+
+
+# A Cron DataLoad's CronJob carries role dataload-cronjob (upstream's chart); its Jobs the Job's labels.
+DATALOAD_CRONJOB_ROLE: Final = "dataload-cronjob"
+POLICY_CRON: Final = "Cron"
+DURATION_RUNNING_AGAIN: Final = "-"  # upstream's duration of a Cron DataLoad whose next Job runs

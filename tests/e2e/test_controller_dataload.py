@@ -143,6 +143,31 @@ def test_a_dataload_made_with_its_dataset_waits_for_it_to_be_ready_then_runs(
     eventually(lambda: fl.phase("early") == "Complete", "early Complete once ds6 is Ready", timeout=90)
 
 
+def test_a_cron_dataload_runs_its_cronjobs_jobs_one_after_another(fl: Loads, load_class: str) -> None:
+    fl.ready("ds7", load_class)
+    fl.load("nightly", "ds7", policy="Cron", schedule="* * * * *")
+    batch = client.BatchV1Api(fl.custom.api_client)
+    cronjob = eventually(lambda: batch.read_namespaced_cron_job("nightly-loader-job", fl.ns), "its CronJob")
+    assert cronjob.spec.schedule == "* * * * *"
+    assert cronjob.metadata.owner_references[0].kind == "DataLoad"
+
+    def completed_after(before: str | None) -> str | None:
+        status = fl.get("dataloads", "nightly").get("status") or {}
+        scheduled = status.get("lastScheduleTime")
+        done = status.get("phase") == "Complete" and scheduled and scheduled != before
+        return str(scheduled) if done else None
+
+    first = eventually(lambda: completed_after(None), "the first scheduled run Complete", timeout=120)
+    assert fl.holder("ds7") is None
+    second = eventually(lambda: completed_after(first), "the next scheduled run Complete", timeout=120)
+    assert first is not None
+    assert second is not None
+    assert second > first
+    status = fl.get("dataloads", "nightly")["status"]
+    assert status["lastSuccessfulTime"] >= second
+    assert [c["type"] for c in status["conditions"]] == ["Complete"]
+
+
 def test_a_class_without_a_dataload_spec_fails_it_with_the_reason(fl: Loads) -> None:
     fl.ready("ds3", "mooncake")
     fl.load("nope", "ds3")

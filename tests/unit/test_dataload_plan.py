@@ -4,6 +4,7 @@ Executing with its Job, the Job's end, the lock released, TTL."""
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import given
@@ -102,9 +103,9 @@ def test_a_class_without_a_dataload_spec_fails_it_with_the_reason() -> None:
     assert step.status["duration"] == "10m0s"
 
 
-def test_policies_and_workflows_this_controller_does_not_run_fail_clearly() -> None:
+def test_what_this_controller_does_not_run_fails_clearly() -> None:
     for spec, words in (
-        ({"policy": "Cron", "schedule": "* * * * *"}, "policy Cron"),
+        ({"policy": "Cron"}, "policy Cron needs a schedule"),
         ({"policy": "OnEvent"}, "policy OnEvent"),
         ({"runAfter": {"kind": "DataLoad", "name": "x"}}, "runAfter"),
         ({"dataset": {"name": "ds1", "namespace": "elsewhere"}}, "one namespace"),
@@ -204,3 +205,65 @@ def test_durations_read_as_gos(seconds: int) -> None:
     assert h * 3600 + m * 60 + s == seconds
     assert h == 0 or m < 60
     assert s < 60
+
+
+CRON = {"policy": "Cron", "schedule": "*/5 * * * *"}
+
+
+def cronjob(name: str, scheduled: str | None = None, succeeded: str | None = None) -> dict[str, Any]:
+    status = {k: v for k, v in (("lastScheduleTime", scheduled), ("lastSuccessfulTime", succeeded)) if v}
+    return {"metadata": {"name": names.dataload_job(name), "uid": f"cj-{name}"}, "status": status}
+
+
+def cron_job(name: str, created: str, condition: str | None = None) -> dict[str, Any]:
+    made = job(name, condition, "CompletionsReached")
+    made["metadata"] = {
+        "name": f"{names.dataload_job(name)}-{created[-5:-1]}",
+        "creationTimestamp": created,
+        "ownerReferences": [{"kind": "CronJob", "uid": f"cj-{name}"}],
+    }
+    return made
+
+
+def with_cron(base: View, cj: dict[str, Any], *jobs: dict[str, Any]) -> View:
+    return replace(base, jobs={j["metadata"]["name"]: j for j in jobs}, cronjobs={cj["metadata"]["name"]: cj})
+
+
+def test_a_cron_dataload_gets_upstreams_cronjob_with_the_job_as_its_template() -> None:
+    (create,) = plan(view(dl("a", "Executing", **CRON), holder="a")).steps
+    assert isinstance(create, CreateJob)
+    made = create.job
+    assert (made["kind"], made["metadata"]["name"]) == ("CronJob", "a-loader-job")
+    assert made["metadata"]["labels"]["role"] == "dataload-cronjob"
+    assert made["spec"]["schedule"] == "*/5 * * * *"
+    template = made["spec"]["jobTemplate"]
+    assert template["metadata"]["labels"]["role"] == "dataload-job"  # its Jobs are watched as Once ones
+    assert template["spec"]["template"]["spec"]["containers"][0]["command"] == ["sh", "-c", "true"]
+    assert made["metadata"]["ownerReferences"][0]["kind"] == "DataLoad"
+
+
+def test_a_cron_dataload_follows_its_newest_job_and_runs_again() -> None:
+    cj = cronjob("a", scheduled="2026-12-05T01:05:00Z")
+    running = cron_job("a", "2026-12-05T01:05:01Z")
+    steps = plan(with_cron(view(dl("a", "Executing", **CRON), holder="a"), cj, running)).steps
+    assert len(steps) == 1
+    assert isinstance(steps[0], Status)
+    assert steps[0].status["lastScheduleTime"] == "2026-12-05T01:05:00Z"
+    assert steps[0].status["phase"] == "Executing"
+
+    done = cron_job("a", "2026-12-05T01:05:01Z", "Complete")
+    steps = plan(with_cron(view(dl("a", "Executing", **CRON), holder="a"), cj, done)).steps
+    assert isinstance(steps[0], Status)
+    assert steps[0].status["phase"] == "Complete"
+    assert steps[0].status["duration"] == "4m59s"  # from its Job's creation
+    assert steps[1] == Lock(None)
+
+    # The next Job runs: Pending again (duration "-"), to take the lock before it executes.
+    later = cronjob("a", scheduled="2026-12-05T01:10:00Z", succeeded="2026-12-05T01:10:00Z")
+    again = cron_job("a", "2026-12-05T01:10:01Z")
+    finished = dl("a", "Complete", **CRON)
+    steps = plan(with_cron(view(finished), later, done, again)).steps
+    (status,) = steps
+    assert isinstance(status, Status)
+    assert (status.status["phase"], status.status["duration"]) == ("Pending", "-")
+    assert status.status["lastSuccessfulTime"] == "2026-12-05T01:10:00Z"

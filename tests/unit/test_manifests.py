@@ -177,7 +177,7 @@ EXPECTED_CLUSTER_GRANTS = {
     *((names.GROUP, "dataloads", v) for v in ("list", "watch", "delete")),
     (names.GROUP, "dataloads/status", "patch"),
     (names.GROUP, "dataloads/finalizers", "update"),
-    *(("batch", "jobs", v) for v in ("list", "watch", "create")),
+    *(("batch", r, v) for r in ("jobs", "cronjobs") for v in ("list", "watch", "create")),
 }
 
 
