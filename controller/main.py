@@ -3,7 +3,8 @@
 Every replica lists and watches, so a standby that takes over already has the cluster in memory; it
 then queues every Dataset and CacheRuntime once (level-triggered: a new leader checks everything).
 Beside the reconcilers, the leader marks the FuseMounts of lost nodes (``controller/lostnodes.py``)
-and keeps the cache-node labels on the nodes of the runtimes' workers (``controller/cachenodes.py``).
+and keeps the cache-node labels on the nodes of the runtimes' workers (``controller/cachenodes.py``),
+and runs DataLoads (``controller/dataload/``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import kr8s.asyncio
 from controller import metrics
 from controller.cachenodes import CacheNodes
 from controller.classguard import ClassGuard, ClassKey
+from controller.dataload.room import DataLoads
 from controller.desired.status import watched_state
 from controller.desired.storage import pv_holder
 from controller.events import Recorder
@@ -106,6 +108,7 @@ class Controller:
         self.guard = ClassGuard(self.reconciler.request, self.caches.classes, self.class_index, recorder)
         self.lost_nodes = LostNodes(api)
         self.cache_nodes = CacheNodes(api, self.caches.runtimes, self.caches.datasets, ns)
+        self.dataloads = DataLoads(api, self.caches, recorder, ns)
         self._wire()
 
     def _wire(self) -> None:
@@ -177,7 +180,12 @@ class Controller:
         self.caches.pvs.add_handler(pv)
 
     def watches(self) -> list[WatchCache]:
-        return [*self.caches.all(), *self.lost_nodes.caches(), *self.cache_nodes.caches()]
+        return [
+            *self.caches.all(),
+            *self.lost_nodes.caches(),
+            *self.cache_nodes.caches(),
+            *self.dataloads.caches(),
+        ]
 
     def synced(self) -> bool:
         return all(c.synced.is_set() for c in self.watches())
@@ -187,6 +195,8 @@ class Controller:
         # Its own caches and queue: Nodes it may not list (a narrowed install) hold back no Dataset.
         lost_nodes = asyncio.create_task(self.lost_nodes.lead(), name="lost-nodes")
         cache_nodes = asyncio.create_task(self.cache_nodes.lead(), name="cache-nodes")
+        # DataLoads: a room of their own too (controller/dataload/), keyed by Dataset.
+        dataloads = asyncio.create_task(self.dataloads.lead(), name="dataloads")
         try:
             while not all(c.synced.is_set() for c in self.caches.all()):
                 await asyncio.sleep(0.05)
@@ -195,9 +205,11 @@ class Controller:
             for cls in self.caches.classes.items():
                 self.queue.add(ClassKey(cls["metadata"]["name"]))
             log.info("reconciling", extra={"keys": len(self.queue), "workers": self.args.workers})
-            await asyncio.gather(*(self._worker() for _ in range(self.args.workers)), lost_nodes, cache_nodes)
+            await asyncio.gather(
+                *(self._worker() for _ in range(self.args.workers)), lost_nodes, cache_nodes, dataloads
+            )
         finally:
-            for room in (lost_nodes, cache_nodes):
+            for room in (lost_nodes, cache_nodes, dataloads):
                 room.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await room

@@ -638,3 +638,53 @@ def sched_label_dataset(key: str) -> str | None:
     if not all(c.isascii() and (c.isalnum() or c in ".-") for c in middle):
         return None
     return middle
+
+
+# --- DataLoad (issue 31, slice F) ----------------------------------------------------------------
+KIND_DATALOAD: Final = "DataLoad"
+# The operation's name in a class's dataOperationSpecs and the key of a Dataset's status.operationRef
+# (upstream's lock: the DataLoad running on the Dataset).
+OPERATION_DATALOAD: Final = "DataLoad"
+# Upstream's phases of a data operation and the duration an unfinished one shows.
+PHASE_PENDING: Final = "Pending"
+PHASE_EXECUTING: Final = "Executing"
+PHASE_COMPLETE: Final = "Complete"
+PHASE_FAILED: Final = "Failed"
+DURATION_UNFINISHED: Final = "Unfinished"
+# Upstream's Event reasons of data operations (pkg/common/constants.go).
+REASON_OPERATION_NOT_VALID: Final = "DataOperationNotValid"
+REASON_OPERATION_NOT_SUPPORTED: Final = "DataOperationNotSupport"
+REASON_OPERATION_WAITING: Final = "DataOperationWaiting"
+REASON_OPERATION_EXECUTING: Final = "DataOperationExecuting"
+REASON_OPERATION_SUCCEEDED: Final = "DataOperationSucceed"
+REASON_OPERATION_FAILED: Final = "DataOperationFailed"
+# The env upstream's cache dataloader chart gives the loader (charts/fluid-dataloader/cache).
+ENV_DATALOAD_METADATA: Final = "FLUID_DATALOAD_METADATA"
+ENV_DATALOAD_DATA_PATH: Final = "FLUID_DATALOAD_DATA_PATH"
+ENV_DATALOAD_PATH_REPLICAS: Final = "FLUID_DATALOAD_PATH_REPLICAS"
+# Labels upstream's chart puts on the Job (role dataload-job) and its pod (role dataload-pod).
+LABEL_DATALOAD_RELEASE: Final = "release"
+LABEL_DATALOAD_ROLE: Final = "role"
+LABEL_DATALOAD_APP: Final = "app"
+LABEL_DATALOAD_TARGET: Final = "targetDataset"
+DATALOAD_JOB_ROLE: Final = "dataload-job"
+DATALOAD_POD_ROLE: Final = "dataload-pod"
+DATALOAD_APP: Final = "cache"
+DATALOAD_CONTAINER: Final = "dataloader"
+DATALOAD_BACKOFF_LIMIT: Final = 3
+
+
+def dataload_release(dataload: str) -> str:
+    """Upstream's release name of a DataLoad (``GetDataLoadReleaseName``)."""
+    return f"{dataload}-loader"
+
+
+def dataload_job(dataload: str) -> str:
+    """The loader Job of a DataLoad, as upstream's chart names it: ``{name}-loader-job``."""
+    return fit_63(f"{dataload_release(dataload)}-job")
+
+
+# A Cron DataLoad's CronJob carries role dataload-cronjob (upstream's chart); its Jobs the Job's labels.
+DATALOAD_CRONJOB_ROLE: Final = "dataload-cronjob"
+POLICY_CRON: Final = "Cron"
+DURATION_RUNNING_AGAIN: Final = "-"  # upstream's duration of a Cron DataLoad whose next Job runs

@@ -42,6 +42,7 @@ VERBS = {
         "kubectl_fluid.cli.explain",
         "Say whether a pod was injected, and why not; or a workload's pods.",
     ),
+    "load": ("kubectl_fluid.cli.load", "Load a dataset's data into its cache: create a DataLoad."),
     "version": (
         "kubectl_fluid.cli.version",
         "Print the plugin's version and that of the cluster and its Fluid components.",

@@ -101,6 +101,8 @@ def test_open_objects_are_only_the_core_v1_passthroughs() -> None:
         "template",
         "cacheAffinity",
         "required",  # Dataset spec.nodeAffinity.required, a NodeSelector
+        "affinity",  # DataLoad spec.affinity, an Affinity
+        "nodeAffinity",  # DataLoad status.nodeAffinity, a NodeAffinity
     }
 
 
@@ -157,6 +159,7 @@ def test_crd_names_scopes_and_columns() -> None:
         "CacheRuntime": "Namespaced",
         "CacheRuntimeClass": "Cluster",
         "FuseMount": "Cluster",
+        "DataLoad": "Namespaced",
     }
     columns = {
         k: [c["name"] for c in d["spec"]["versions"][0].get("additionalPrinterColumns", [])]
@@ -164,6 +167,7 @@ def test_crd_names_scopes_and_columns() -> None:
     }
     assert "RuntimeClass" in columns["CacheRuntime"]
     assert {"Node", "Refs", "Phase"} <= set(columns["FuseMount"])
+    assert columns["DataLoad"] == ["Dataset", "Phase", "Age", "Duration"]  # upstream's, in its order
     assert "subresources" not in docs["CacheRuntimeClass"]["spec"]["versions"][0]  # it has no status
 
 

@@ -174,6 +174,13 @@ EXPECTED_CLUSTER_GRANTS = {
     ("", "nodes", "patch"),
     *((names.GROUP, "fusemounts", v) for v in ("list", "watch")),
     (names.GROUP, "fusemounts/status", "patch"),
+    # DataLoads (controller/dataload/): watched, their status written, deleted after their TTL; their
+    # Jobs created and watched (a DataLoad deleted takes its Job through the owner reference, which
+    # blocks owner deletion: update on the DataLoad's finalizers).
+    *((names.GROUP, "dataloads", v) for v in ("list", "watch", "delete")),
+    (names.GROUP, "dataloads/status", "patch"),
+    (names.GROUP, "dataloads/finalizers", "update"),
+    *(("batch", r, v) for r in ("jobs", "cronjobs") for v in ("list", "watch", "create")),
 }
 
 
