@@ -2,7 +2,8 @@
 
 Every replica lists and watches, so a standby that takes over already has the cluster in memory; it
 then queues every Dataset and CacheRuntime once (level-triggered: a new leader checks everything).
-Beside the reconcilers, the leader marks the FuseMounts of lost nodes (``controller/lostnodes.py``).
+Beside the reconcilers, the leader marks the FuseMounts of lost nodes (``controller/lostnodes.py``) and
+runs the classes' execution entries, mountUFS and reportSummary (``controller/entries/runner.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from controller import metrics
 from controller.classguard import ClassGuard, ClassKey
 from controller.desired.status import watched_state
 from controller.desired.storage import pv_holder
+from controller.entries.runner import EntryRunner
 from controller.events import Recorder
 from controller.inuse import ClassIndex
 from controller.leader import LeaderElector, LeaseConfig, LostLeadership
@@ -70,6 +72,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--health-port", type=int, default=8080, help="/healthz, /readyz, /metrics (0: any free port)"
     )
+    p.add_argument(
+        "--entry-workers",
+        type=int,
+        default=4,
+        help="concurrent execution entries (mountUFS, reportSummary), each an exec in a master pod",
+    )
+    p.add_argument(
+        "--summary-period",
+        type=float,
+        default=names.REPORT_SUMMARY_PERIOD_SECONDS,
+        help="seconds between two runs of a class's reportSummary for one Dataset (upstream's 90)",
+    )
     p.add_argument("--log-level", default="info")
     p.add_argument("--log-format", choices=["json", "text"], default="json")
     return p.parse_args(argv)
@@ -103,6 +117,16 @@ class Controller:
         self.reconciler = Reconciler(api, self.caches, recorder, args.workers, self.class_index)
         self.guard = ClassGuard(self.reconciler.request, self.caches.classes, self.class_index, recorder)
         self.lost_nodes = LostNodes(api)
+        self.entries = EntryRunner(
+            api,
+            self.caches.datasets,
+            self.caches.runtimes,
+            self.caches.classes,
+            recorder,
+            namespace=ns,
+            workers=args.entry_workers,
+            summary_period=args.summary_period,
+        )
         self._wire()
 
     def _wire(self) -> None:
@@ -174,7 +198,7 @@ class Controller:
         self.caches.pvs.add_handler(pv)
 
     def watches(self) -> list[WatchCache]:
-        return [*self.caches.all(), *self.lost_nodes.caches()]
+        return [*self.caches.all(), *self.lost_nodes.caches(), *self.entries.caches()]
 
     def synced(self) -> bool:
         return all(c.synced.is_set() for c in self.watches())
@@ -183,6 +207,7 @@ class Controller:
         metrics.IS_LEADER.set(1)
         # Its own caches and queue: Nodes it may not list (a narrowed install) hold back no Dataset.
         lost_nodes = asyncio.create_task(self.lost_nodes.lead(), name="lost-nodes")
+        entries = asyncio.create_task(self.entries.lead(), name="execution-entries")
         try:
             while not all(c.synced.is_set() for c in self.caches.all()):
                 await asyncio.sleep(0.05)
@@ -191,11 +216,12 @@ class Controller:
             for cls in self.caches.classes.items():
                 self.queue.add(ClassKey(cls["metadata"]["name"]))
             log.info("reconciling", extra={"keys": len(self.queue), "workers": self.args.workers})
-            await asyncio.gather(*(self._worker() for _ in range(self.args.workers)), lost_nodes)
+            await asyncio.gather(*(self._worker() for _ in range(self.args.workers)), lost_nodes, entries)
         finally:
-            lost_nodes.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await lost_nodes
+            for task in (lost_nodes, entries):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             metrics.IS_LEADER.set(0)
 
     async def _worker(self) -> None:

@@ -200,6 +200,11 @@ class CacheRuntimeStatus(KubeModel):
     observed_generation: int | None = Field(
         default=None, description="The generation of the spec the conditions describe."
     )
+    mounted_ufs: str | None = Field(
+        default=None,
+        description="What mountUFS last mounted: the master pod's uid and a hash of the Dataset's "
+        "spec.mounts ({uid}/{hash}); either changed runs it again.",
+    )
 
 
 class CacheRuntime(Resource):

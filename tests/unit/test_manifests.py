@@ -164,6 +164,9 @@ EXPECTED_CLUSTER_GRANTS = {
     *(("apps", r, v) for r in ("statefulsets", "daemonsets") for v in CRUD),
     ("", "secrets", "get"),
     ("", "pods", "list"),
+    # The masters' pods watched, and the classes' execution entries run in them (controller/entries/).
+    ("", "pods", "watch"),
+    ("", "pods/exec", "create"),
     *((g, "events", v) for g in ("", "events.k8s.io") for v in ("create", "patch")),
     # Lost nodes: their readiness watched, their FuseMounts' status marked Unknown (never the objects).
     *(("", "nodes", v) for v in ("list", "watch")),
