@@ -21,6 +21,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from controller.entries.output import ScriptOutputError, json_object
 from kubectl_fluid.api import names
 
 
@@ -73,23 +74,15 @@ def expected_paths(mounts: list[dict[str, Any]] | None) -> list[str]:
     return out
 
 
-class MountOutputError(ValueError):
+class MountOutputError(ScriptOutputError):
     """mountUFS's stdout is not upstream's ``{"mounted": [...]}``."""
 
 
 def mounted_paths(stdout: bytes | str) -> list[str]:
-    text = (stdout.decode("utf-8", "replace") if isinstance(stdout, bytes) else stdout).strip()
-    if not text:
-        raise MountOutputError('mountUFS printed nothing on stdout (it must print {"mounted": [...]})')
-    try:
-        out = json.loads(text)
-    except ValueError as e:
-        raise MountOutputError(f"mountUFS's stdout is not JSON: {text[:200]!r}") from e
-    mounted = out.get("mounted") if isinstance(out, dict) else None
-    if mounted is None and isinstance(out, dict):
-        mounted = []  # upstream's field is omitempty
+    out = json_object(stdout, "mountUFS", MountOutputError)
+    mounted = out.get("mounted", [])  # upstream's field is omitempty
     if not isinstance(mounted, list) or not all(isinstance(p, str) for p in mounted):
-        raise MountOutputError(f'mountUFS\'s stdout has no "mounted" list of paths: {text[:200]!r}')
+        raise MountOutputError(f'mountUFS\'s stdout has no "mounted" list of paths: {out!r:.200}')
     return mounted
 
 

@@ -45,11 +45,19 @@ log = logging.getLogger(__name__)
 Key = tuple[str, str]
 MOUNT_RETRY_BASE = 2.0
 MOUNT_RETRY_CAP = 300.0
+# A mount missing from the script's answer is mostly the runtime config not in the pod yet (kubelet
+# refreshes a ConfigMap volume within about a minute): looked at again at least this often.
+NOT_YET_RETRY_CAP = 15.0
 WRITE_TRIES = 5
 
 
 class MountFailed(Exception):
-    """mountUFS failed; its condition and Event are written, and the key is retried with backoff."""
+    """mountUFS failed; its condition and Event are written, and the key is retried with backoff,
+    capped at ``cap``."""
+
+    def __init__(self, message: str, cap: float = MOUNT_RETRY_CAP) -> None:
+        super().__init__(message)
+        self.cap = cap
 
 
 class EntryRunner:
@@ -133,7 +141,10 @@ class EntryRunner:
                 self.queue.done(key)
                 raise
             except Exception as e:  # a failure of one key never stops the others
-                delay = self.queue.add_rate_limited(key)
+                delay = min(
+                    self.queue.backoff.when(key), e.cap if isinstance(e, MountFailed) else MOUNT_RETRY_CAP
+                )
+                self.queue.add_after(key, delay)
                 level = logging.INFO if isinstance(e, MountFailed) else logging.WARNING
                 log.log(level, "execution entries of %s/%s: %s; again in %.0fs", *key, e, delay)
             else:
@@ -206,6 +217,7 @@ class EntryRunner:
     ) -> None:
         namespace, name = ds_obj["metadata"]["namespace"], ds_obj["metadata"]["name"]
         failure: str | None = None
+        cap = MOUNT_RETRY_CAP
         try:
             result = await self._exec(namespace, master, entry)
         except ExecFailed as e:
@@ -227,11 +239,12 @@ class EntryRunner:
                         # The runtime config the script reads reaches the pod's volume a while after
                         # the ConfigMap changes (kubelet's sync): upstream waits the same way.
                         failure = f"not mounted yet: {', '.join(check.missing)}"
+                        cap = NOT_YET_RETRY_CAP
         if failure is not None:
             message = f"mountUFS in pod {master.name}: {failure}"
             await self._dataset_condition(ds_obj, False, names.REASON_MOUNT_UFS_FAILED, message)
             await self.recorder.event(ds_obj, "Warning", names.REASON_MOUNT_UFS_FAILED, message)
-            raise MountFailed(message)
+            raise MountFailed(message, cap)
         extra = f" (also mounted: {', '.join(check.extra)})" if check.extra else ""
         shown = ", ".join(plan.expected_paths(mounts)) or "none"
         await self._dataset_condition(

@@ -11,8 +11,9 @@ meant it). Anything else that is not JSON of that shape is an error, and the pre
 
 from __future__ import annotations
 
-import json
 from typing import Any, Final
+
+from controller.entries.output import ScriptOutputError, json_object
 
 # status.cacheStates keys, upstream's common.Cached, CachedPercentage, CacheCapacity, CacheHitRatio.
 CACHE_STATE_KEYS: Final = ("cached", "cachedPercentage", "cacheCapacity", "cacheHitRatio")
@@ -20,7 +21,7 @@ CACHE_STATE_KEYS: Final = ("cached", "cachedPercentage", "cacheCapacity", "cache
 DATASET_KEYS: Final = ("ufsTotal", "fileNum")
 
 
-class SummaryError(ValueError):
+class SummaryError(ScriptOutputError):
     """reportSummary's stdout is not upstream's summary object."""
 
 
@@ -33,15 +34,7 @@ def _text(key: str, value: Any) -> str:
 def summary_status(stdout: bytes | str) -> dict[str, Any]:
     """The Dataset status fields the summary sets: ``cacheStates`` (always, upstream sets all four,
     empty when absent), and ``ufsTotal``/``fileNum`` when given."""
-    text = (stdout.decode("utf-8", "replace") if isinstance(stdout, bytes) else stdout).strip()
-    if not text:
-        raise SummaryError("reportSummary printed nothing on stdout")
-    try:
-        out = json.loads(text)
-    except ValueError as e:
-        raise SummaryError(f"reportSummary's stdout is not JSON: {text[:200]!r}") from e
-    if not isinstance(out, dict):
-        raise SummaryError(f"reportSummary's stdout is not a JSON object: {text[:200]!r}")
+    out = json_object(stdout, "reportSummary", SummaryError)
     states = {key: _text(key, out[key]) if out.get(key) is not None else "" for key in CACHE_STATE_KEYS}
     fields: dict[str, Any] = {"cacheStates": states}
     for key in DATASET_KEYS:

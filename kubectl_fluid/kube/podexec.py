@@ -9,6 +9,7 @@ bounds the whole exec: the API server would otherwise hold a hung command open f
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass
 
@@ -69,6 +70,8 @@ async def exec_in_pod(
             f"{' '.join(command)[:80]} in {namespace}/{pod}[{container}] did not finish in {timeout:g}s"
         ) from e
     except httpx_ws.WebSocketUpgradeError as e:
+        with contextlib.suppress(httpx.HTTPError, RuntimeError):
+            await e.response.aread()  # the Status that says why
         raise ExecFailed(f"exec in {namespace}/{pod}[{container}] refused: {_refusal(e.response)}") from e
     except (httpx.HTTPError, httpx_ws.HTTPXWSException, ExecProtocolError, OSError) as e:
         raise ExecFailed(f"exec in {namespace}/{pod}[{container}]: {e}") from e

@@ -166,7 +166,7 @@ EXPECTED_CLUSTER_GRANTS = {
     ("", "pods", "list"),
     # The masters' pods watched, and the classes' execution entries run in them (controller/entries/).
     ("", "pods", "watch"),
-    ("", "pods/exec", "create"),
+    *(("", "pods/exec", v) for v in ("get", "create")),
     *((g, "events", v) for g in ("", "events.k8s.io") for v in ("create", "patch")),
     # Lost nodes: their readiness watched, their FuseMounts' status marked Unknown (never the objects).
     *(("", "nodes", v) for v in ("list", "watch")),
