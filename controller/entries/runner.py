@@ -89,6 +89,7 @@ class EntryRunner:
         )
         self.queue: WorkQueue[Key] = WorkQueue(ItemBackoff(base=MOUNT_RETRY_BASE, cap=MOUNT_RETRY_CAP))
         self._summarised: dict[Key, float] = {}  # when reportSummary last ran, per key
+        self._mounts: dict[Key, str] = {}  # each Dataset's mounts hash, as its watch last said
         self._wire()
 
     def caches(self) -> list[WatchCache]:
@@ -97,6 +98,19 @@ class EntryRunner:
     def _wire(self) -> None:
         def own(_: EventType, obj: dict[str, Any]) -> None:
             self.queue.add((obj["metadata"]["namespace"], obj["metadata"]["name"]))
+
+        def dataset(event: EventType, obj: dict[str, Any]) -> None:
+            """New mounts start a new series of tries: the backoff a broken mount built up must not
+            hold back the fix of it."""
+            key = (obj["metadata"]["namespace"], obj["metadata"]["name"])
+            mounts = None if event == "DELETED" else plan.mounts_hash((obj.get("spec") or {}).get("mounts"))
+            if self._mounts.get(key) != mounts:
+                self.queue.forget(key)
+            if mounts is None:
+                self._mounts.pop(key, None)
+            else:
+                self._mounts[key] = mounts
+            own(event, obj)
 
         def master(_: EventType, obj: dict[str, Any]) -> None:
             runtime = (obj["metadata"].get("labels") or {}).get(names.LABEL_CACHERUNTIME_NAME)
@@ -108,7 +122,7 @@ class EntryRunner:
                 if (rt.get("spec") or {}).get("runtimeClassName") == obj["metadata"]["name"]:
                     own("MODIFIED", rt)
 
-        self.datasets.add_handler(own)
+        self.datasets.add_handler(dataset)
         self.runtimes.add_handler(own)
         self.classes.add_handler(runtime_class)
         self.pods.add_handler(master)
@@ -154,6 +168,12 @@ class EntryRunner:
             finally:
                 self.queue.done(key)
 
+    def summarise_now(self, key: Key) -> None:
+        """reportSummary on demand (a data operation that changed what is cached): the key's next
+        pass runs it, whatever its period says."""
+        self._summarised.pop(key, None)
+        self.queue.add(key)
+
     # ------------------------------------------------------------------ one key
 
     async def run(self, key: Key) -> float | None:
@@ -175,6 +195,17 @@ class EntryRunner:
             record = ((rt_obj.get("status") or {}).get("mountedUfs")) or None
             if plan.mount_due(record, master, mounts):
                 await self._mount(ds_obj, rt_obj, master, entries.mount_ufs, mounts)
+            elif not _condition_true(ds_obj, names.CONDITION_UFS_UPDATE_READY):
+                # Back to the mounts this master last mounted (a broken one taken out again), or
+                # the condition lost to a write from a stale cache: it is so, without a run.
+                shown = ", ".join(plan.expected_paths(mounts)) or "none"
+                await self._dataset_condition(
+                    ds_obj,
+                    True,
+                    names.REASON_UFS_MOUNTED,
+                    f"{shown} mounted in pod {master.name} (as when mountUFS last ran there)",
+                    mounts=mounts,
+                )
         summary = entries.summary()
         if summary is None:
             return None
@@ -336,6 +367,11 @@ class EntryRunner:
             cache.observe(written)
             return
         raise http.ApiError(409, "Conflict", f"{path}/status kept changing under {WRITE_TRIES} writes")
+
+
+def _condition_true(obj: dict[str, Any], type_: str) -> bool:
+    conditions = (obj.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == type_ and c.get("status") == "True" for c in conditions)
 
 
 def _deleting(obj: dict[str, Any]) -> bool:

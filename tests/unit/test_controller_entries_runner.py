@@ -185,6 +185,10 @@ def test_report_summary_runs_every_period_and_fills_the_status() -> None:
     r.now += 60
     run(r)
     assert r.ran == [MOUNT_UFS, SUMMARY, SUMMARY]
+    r.results.append(ok(CURVINE_SUMMARY))
+    r.summarise_now((NS, NAME))  # on demand: runs within the period
+    assert run(r) == 90
+    assert r.ran == [MOUNT_UFS, SUMMARY, SUMMARY, SUMMARY]
 
 
 def test_a_failing_summary_is_an_event_and_keeps_the_states() -> None:
@@ -192,3 +196,41 @@ def test_a_failing_summary_is_an_event_and_keeps_the_states() -> None:
     assert run(r) == 90
     assert [e[1] for e in r.recorder_.events] == [names.REASON_REPORT_SUMMARY_FAILED]
     assert "cacheStates" not in r.datasets.get(NS, NAME)["status"]  # type: ignore[index]
+
+
+def test_new_mounts_start_a_new_series_of_tries() -> None:
+    r = bed([])
+    key = (NS, NAME)
+    ds: Any = r.datasets.get(NS, NAME)
+
+    def event(mounts: list[dict[str, Any]]) -> None:
+        for handler in r.datasets._handlers:
+            handler("MODIFIED", {**ds, "spec": {"mounts": mounts}})
+
+    event([MOUNT])
+    for _ in range(5):
+        r.queue.backoff.when(key)  # five failed tries of a broken mount
+    event([MOUNT])  # another change of the Dataset: the series goes on
+    assert r.queue.backoff.retries(key) == 5
+    event([MOUNT, {"name": "fixed", "mountPoint": "s3://b/fixed"}])
+    assert r.queue.backoff.retries(key) == 0
+
+
+def test_back_to_the_mounts_last_mounted_is_mounted_again_without_a_run() -> None:
+    r = bed([ok(b'{"mounted":["/s3"]}'), ok(b"", 1, b"NoSuchBucket")])
+    run(r)
+    ds: Any = r.datasets.get(NS, NAME)
+    broken = [MOUNT, {"name": "broken", "mountPoint": "s3://nope/x"}]
+    r.datasets.observe(
+        {**ds, "metadata": {**ds["metadata"], "resourceVersion": "20"}, "spec": {"mounts": broken}}
+    )
+    with pytest.raises(MountFailed):
+        run(r)
+    assert condition(r)["status"] == "False"
+    ds = r.datasets.get(NS, NAME)
+    r.datasets.observe(
+        {**ds, "metadata": {**ds["metadata"], "resourceVersion": "30"}, "spec": {"mounts": [MOUNT]}}
+    )
+    run(r)
+    assert len(r.ran) == 2  # no third run: this master mounted exactly these
+    assert (condition(r)["status"], condition(r)["reason"]) == ("True", names.REASON_UFS_MOUNTED)
