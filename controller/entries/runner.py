@@ -198,14 +198,7 @@ class EntryRunner:
             elif not _condition_true(ds_obj, names.CONDITION_UFS_UPDATE_READY):
                 # Back to the mounts this master last mounted (a broken one taken out again), or
                 # the condition lost to a write from a stale cache: it is so, without a run.
-                shown = ", ".join(plan.expected_paths(mounts)) or "none"
-                await self._dataset_condition(
-                    ds_obj,
-                    True,
-                    names.REASON_UFS_MOUNTED,
-                    f"{shown} mounted in pod {master.name} (as when mountUFS last ran there)",
-                    mounts=mounts,
-                )
+                await self._mounted(ds_obj, master, mounts, "as when mountUFS last ran there")
         summary = entries.summary()
         if summary is None:
             return None
@@ -276,15 +269,8 @@ class EntryRunner:
             await self._dataset_condition(ds_obj, False, names.REASON_MOUNT_UFS_FAILED, message)
             await self.recorder.event(ds_obj, "Warning", names.REASON_MOUNT_UFS_FAILED, message)
             raise MountFailed(message, cap)
-        extra = f" (also mounted: {', '.join(check.extra)})" if check.extra else ""
-        shown = ", ".join(plan.expected_paths(mounts)) or "none"
-        await self._dataset_condition(
-            ds_obj,
-            True,
-            names.REASON_UFS_MOUNTED,
-            f"mountUFS mounted {shown} in pod {master.name} in {result.seconds:.1f}s{extra}",
-            mounts=mounts,
-        )
+        extra = f"; also mounted: {', '.join(check.extra)}" if check.extra else ""
+        await self._mounted(ds_obj, master, mounts, f"by mountUFS in {result.seconds:.1f}s{extra}")
         await self._write_status(
             CACHERUNTIMES,
             rt_obj,
@@ -293,6 +279,14 @@ class EntryRunner:
                 "mountedUfs": plan.mount_record(master.uid, mounts),
             },
         )
+
+    async def _mounted(
+        self, ds_obj: dict[str, Any], master: plan.MasterPod, mounts: list[dict[str, Any]], how: str
+    ) -> None:
+        """``UpdateReady=True`` and ``status.mounts`` (upstream: the spec's, once mounted)."""
+        shown = ", ".join(plan.expected_paths(mounts)) or "none"
+        message = f"{shown} mounted in pod {master.name} ({how})"
+        await self._dataset_condition(ds_obj, True, names.REASON_UFS_MOUNTED, message, mounts=mounts)
 
     async def _summarise(self, ds_obj: dict[str, Any], master: plan.MasterPod, entry: ExecutionEntry) -> None:
         namespace = ds_obj["metadata"]["namespace"]
