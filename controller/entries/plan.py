@@ -1,8 +1,10 @@
 """What a Dataset's master must run now, and what mountUFS's answer means (pure).
 
 mountUFS is due when the master pod is Ready and what last ran differs from now: the Dataset's
-``spec.mounts`` (a hash of them) or the master pod (its uid: a pod deleted and re-created, even under
-its old name, has lost its mount table). The record of what ran, ``{uid}/{hash}``, is kept in the
+``spec.mounts`` (a hash of them) or the master (its pod's uid: a pod deleted and re-created, even under
+its old name, has lost its mount table; and its container's restart count, as upstream remounts when
+the container started after the last mount). The record of what ran, ``{uid}/{restarts}/{hash}``, is
+kept in the
 CacheRuntime's status (``mountedUfs``, beside upstream's ``mountTime``): it is observed state, written
 by the controller alone, and survives a controller restart, so a new leader does not run every
 runtime's script again; a runtime re-created starts without one and mounts.
@@ -31,6 +33,7 @@ class MasterPod:
     uid: str
     container: str
     ready: bool
+    restarts: int = 0  # of its first container
 
 
 def master_pod(pod: dict[str, Any] | None) -> MasterPod | None:
@@ -44,7 +47,16 @@ def master_pod(pod: dict[str, Any] | None) -> MasterPod | None:
     ready = status.get("phase") == "Running" and any(
         c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
     )
-    return MasterPod(pod["metadata"]["name"], pod["metadata"].get("uid", ""), containers[0]["name"], ready)
+    container = containers[0]["name"]
+    restarts = next(
+        (
+            int(c.get("restartCount") or 0)
+            for c in status.get("containerStatuses") or []
+            if c.get("name") == container
+        ),
+        0,
+    )
+    return MasterPod(pod["metadata"]["name"], pod["metadata"].get("uid", ""), container, ready, restarts)
 
 
 def mounts_hash(mounts: list[dict[str, Any]] | None) -> str:
@@ -53,13 +65,13 @@ def mounts_hash(mounts: list[dict[str, Any]] | None) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def mount_record(pod_uid: str, mounts: list[dict[str, Any]] | None) -> str:
-    return f"{pod_uid}/{mounts_hash(mounts)}"
+def mount_record(master: MasterPod, mounts: list[dict[str, Any]] | None) -> str:
+    return f"{master.uid}/{master.restarts}/{mounts_hash(mounts)}"
 
 
 def mount_due(record: str | None, master: MasterPod | None, mounts: list[dict[str, Any]] | None) -> bool:
     """mountUFS must run: the master is Ready and the mounts or the master changed since it last ran."""
-    return master is not None and master.ready and record != mount_record(master.uid, mounts)
+    return master is not None and master.ready and record != mount_record(master, mounts)
 
 
 def expected_paths(mounts: list[dict[str, Any]] | None) -> list[str]:

@@ -276,7 +276,7 @@ class EntryRunner:
             rt_obj,
             lambda status: {
                 "mountTime": now(),
-                "mountedUfs": plan.mount_record(master.uid, mounts),
+                "mountedUfs": plan.mount_record(master, mounts),
             },
         )
 

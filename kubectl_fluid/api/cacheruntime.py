@@ -202,8 +202,8 @@ class CacheRuntimeStatus(KubeModel):
     )
     mounted_ufs: str | None = Field(
         default=None,
-        description="What mountUFS last mounted: the master pod's uid and a hash of the Dataset's "
-        "spec.mounts ({uid}/{hash}); either changed runs it again.",
+        description="What mountUFS last mounted: the master pod's uid, its container's restart count "
+        "and a hash of the Dataset's spec.mounts ({uid}/{restarts}/{hash}); any changed runs it again.",
     )
 
 

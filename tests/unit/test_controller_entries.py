@@ -36,12 +36,22 @@ def test_the_master_is_the_first_container_of_a_ready_running_pod() -> None:
 def test_mount_is_due_once_per_master_pod_and_mounts() -> None:
     master = plan.master_pod(pod("u1"))
     assert plan.mount_due(None, master, [S3])
-    record = plan.mount_record("u1", [S3])
+    assert master is not None
+    record = plan.mount_record(master, [S3])
+    assert record.startswith("u1/0/")
     assert not plan.mount_due(record, master, [S3])
     # spec.mounts changed: due again.
     assert plan.mount_due(record, master, [S3, {**S3, "name": "more"}])
     # the master pod replaced (a new uid under the same name): due again.
     assert plan.mount_due(record, plan.master_pod(pod("u2")), [S3])
+    # the master's container restarted in the same pod (upstream: started after the last mount): again.
+    restarted = pod("u1")
+    restarted["status"]["containerStatuses"] = [
+        {"name": "sidecar", "restartCount": 5},
+        {"name": "master", "restartCount": 1},
+    ]
+    assert plan.master_pod(restarted).restarts == 1  # type: ignore[union-attr]
+    assert plan.mount_due(record, plan.master_pod(restarted), [S3])
     # not Ready, or no pod: nothing runs.
     assert not plan.mount_due(None, plan.master_pod(pod(ready=False)), [S3])
     assert not plan.mount_due(None, None, [S3])
