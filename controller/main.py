@@ -4,7 +4,8 @@ Every replica lists and watches, so a standby that takes over already has the cl
 then queues every Dataset and CacheRuntime once (level-triggered: a new leader checks everything).
 Beside the reconcilers, the leader marks the FuseMounts of lost nodes (``controller/lostnodes.py``)
 and keeps the cache-node labels on the nodes of the runtimes' workers (``controller/cachenodes.py``),
-and runs DataLoads (``controller/dataload/``).
+and runs DataLoads (``controller/dataload/``),
+and runs the classes' execution entries, mountUFS and reportSummary (``controller/entries/runner.py``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from controller.classguard import ClassGuard, ClassKey
 from controller.dataload.room import DataLoads
 from controller.desired.status import watched_state
 from controller.desired.storage import pv_holder
+from controller.entries.runner import EntryRunner
 from controller.events import Recorder
 from controller.inuse import ClassIndex
 from controller.leader import LeaderElector, LeaseConfig, LostLeadership
@@ -74,6 +76,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--health-port", type=int, default=8080, help="/healthz, /readyz, /metrics (0: any free port)"
     )
+    p.add_argument(
+        "--entry-workers",
+        type=int,
+        default=4,
+        help="concurrent execution entries (mountUFS, reportSummary), each an exec in a master pod",
+    )
+    p.add_argument(
+        "--summary-period",
+        type=float,
+        default=names.REPORT_SUMMARY_PERIOD_SECONDS,
+        help="seconds between two runs of a class's reportSummary for one Dataset (upstream's 90)",
+    )
     p.add_argument("--log-level", default="info")
     p.add_argument("--log-format", choices=["json", "text"], default="json")
     return p.parse_args(argv)
@@ -109,6 +123,16 @@ class Controller:
         self.lost_nodes = LostNodes(api)
         self.cache_nodes = CacheNodes(api, self.caches.runtimes, self.caches.datasets, ns)
         self.dataloads = DataLoads(api, self.caches, recorder, ns)
+        self.entries = EntryRunner(
+            api,
+            self.caches.datasets,
+            self.caches.runtimes,
+            self.caches.classes,
+            recorder,
+            namespace=ns,
+            workers=args.entry_workers,
+            summary_period=args.summary_period,
+        )
         self._wire()
 
     def _wire(self) -> None:
@@ -185,6 +209,7 @@ class Controller:
             *self.lost_nodes.caches(),
             *self.cache_nodes.caches(),
             *self.dataloads.caches(),
+            *self.entries.caches(),
         ]
 
     def synced(self) -> bool:
@@ -197,6 +222,7 @@ class Controller:
         cache_nodes = asyncio.create_task(self.cache_nodes.lead(), name="cache-nodes")
         # DataLoads: a room of their own too (controller/dataload/), keyed by Dataset.
         dataloads = asyncio.create_task(self.dataloads.lead(), name="dataloads")
+        entries = asyncio.create_task(self.entries.lead(), name="execution-entries")
         try:
             while not all(c.synced.is_set() for c in self.caches.all()):
                 await asyncio.sleep(0.05)
@@ -206,10 +232,14 @@ class Controller:
                 self.queue.add(ClassKey(cls["metadata"]["name"]))
             log.info("reconciling", extra={"keys": len(self.queue), "workers": self.args.workers})
             await asyncio.gather(
-                *(self._worker() for _ in range(self.args.workers)), lost_nodes, cache_nodes, dataloads
+                *(self._worker() for _ in range(self.args.workers)),
+                lost_nodes,
+                cache_nodes,
+                dataloads,
+                entries,
             )
         finally:
-            for room in (lost_nodes, cache_nodes, dataloads):
+            for room in (lost_nodes, cache_nodes, dataloads, entries):
                 room.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await room

@@ -200,6 +200,11 @@ class CacheRuntimeStatus(KubeModel):
     observed_generation: int | None = Field(
         default=None, description="The generation of the spec the conditions describe."
     )
+    mounted_ufs: str | None = Field(
+        default=None,
+        description="What mountUFS last mounted: the master pod's uid, its container's restart count "
+        "and a hash of the Dataset's spec.mounts ({uid}/{restarts}/{hash}); any changed runs it again.",
+    )
 
 
 class CacheRuntime(Resource):

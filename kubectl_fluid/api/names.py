@@ -688,3 +688,29 @@ def dataload_job(dataload: str) -> str:
 DATALOAD_CRONJOB_ROLE: Final = "dataload-cronjob"
 POLICY_CRON: Final = "Cron"
 DURATION_RUNNING_AGAIN: Final = "-"  # upstream's duration of a Cron DataLoad whose next Job runs
+
+
+# --- execution entries (issue 31): mountUFS and reportSummary run in the first master pod
+# Upstream's Dataset condition "the cache system for the dataset is updated" (DatasetUpdateReady): True
+# once mountUFS has mounted every spec.mounts entry, False with the failure.
+CONDITION_UFS_UPDATE_READY: Final = "UpdateReady"
+REASON_UFS_MOUNTED: Final = "UFSMounted"
+REASON_MOUNT_UFS_FAILED: Final = "MountUFSFailed"
+REASON_REPORT_SUMMARY_FAILED: Final = "ReportSummaryFailed"
+# Upstream's common.MinExecutionTimeoutSeconds: an entry's timeout is at least this.
+MIN_EXECUTION_TIMEOUT_SECONDS: Final = 20
+# Upstream requeues a runtime every 90 s (utils.defaultRuntimeReconcileDuration); its cache states
+# come with that pass, so reportSummary runs as often.
+REPORT_SUMMARY_PERIOD_SECONDS: Final = 90.0
+# Upstream schemes the cache does not mount (common.IsFluidNativeScheme): not expected in mountUFS's output.
+FLUID_NATIVE_SCHEMES: Final = ("local://", "pvc://")
+
+
+def master_pod_name(dataset: str) -> str:
+    """The first master pod (its StatefulSet's ordinal 0): where the class's entries run."""
+    return f"{component_name(dataset, 'master')}-0"
+
+
+def master_pods_selector() -> str:
+    """Every runtime's master pods (the controller's own pod watch)."""
+    return f"{LABEL_APP_MANAGED_BY}={MANAGED_BY},{LABEL_APP_COMPONENT}=master"

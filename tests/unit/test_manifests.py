@@ -164,9 +164,11 @@ EXPECTED_CLUSTER_GRANTS = {
     *(("apps", r, v) for r in ("statefulsets", "daemonsets") for v in CRUD),
     ("", "secrets", "get"),
     ("", "pods", "list"),
-    # Cache placement: the worker pods watched (label-selected), their nodes' cache labels read and patched.
+    # Cache placement: the worker pods watched (label-selected), their nodes' cache labels read and
+    # patched; the masters' pods watched, and the classes' execution entries run in them.
     ("", "pods", "watch"),
     ("", "nodes", "get"),
+    *(("", "pods/exec", v) for v in ("get", "create")),
     *((g, "events", v) for g in ("", "events.k8s.io") for v in ("create", "patch")),
     # Lost nodes: their readiness watched, their FuseMounts' status marked Unknown (never the objects).
     *(("", "nodes", v) for v in ("list", "watch")),

@@ -1,0 +1,379 @@
+"""Curvine's own class on one real node with a real S3 UFS: the class's execution entries run by the
+controller (SPEC §7), through the real path only.
+
+An S3 server (moto, hack/localcluster/peers/s3ufs.py) listens on the node's bridge address, where the
+node's pods reach this host, and holds files of known content. The Dataset mounts it as Fluid users
+write it: ``s3://BUCKET/PREFIX`` with endpoint options, the credentials from a Secret through
+``encryptOptions``; the CacheRuntime is Curvine's sample. Once the master is Ready the controller runs
+the class's ``mountUFS`` (Curvine's mountUfs.sh) in it over pods/exec, once; an app pod reads the S3
+files through the Dataset's PVC, byte-exact. A mount added later is mounted without a restart; the
+master pod deleted comes back and gets its mounts again; a mount that cannot be mounted is the
+Dataset's ``UpdateReady=False`` and a Warning Event with the script's stderr; ``ReportSummary``
+(Curvine's spelling) fills ``cacheStates``, ``ufsTotal`` and ``fileNum``, which ``kubectl get dataset``
+prints. ``pods/exec`` itself (kubectl_fluid/kube/podexec.py) is tried on a real container too.
+
+The controller's summary period is set to 10 s here (``--summary-period``, upstream's 90 s by
+default), the only change to the default install. Measured: seconds to mounted, each exec, the
+remount. A cluster of its own (tests/e2e/users_cluster.py), one node; skipped, saying why, where a
+real node cannot run, an image cannot be built or Curvine's files are not there."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import yaml
+
+import localcluster
+from kubectl_fluid.api import names
+from kubectl_fluid.kube.client import connect
+from kubectl_fluid.kube.podexec import ExecFailed, ExecTimeout, exec_in_pod
+from localcluster import realnodes
+from localcluster.peers import s3ufs
+from tests.e2e.fluid import MANIFESTS, kubectl
+from tests.e2e.test_real_node_curvine_fluid import CLASS, DATASET, image_of_the_samples
+from tests.e2e.test_real_node_curvine_fluid import why_not as why_no_curvine_fluid
+from tests.e2e.test_real_node_product import get, ready
+from tests.e2e.users_cluster import users_cluster
+from tests.e2e.wait import eventually
+
+SYSTEM, APPS = "fluid-system", "default"
+NAME = "curvine-demo"  # Curvine's CacheRuntime, and so the Dataset
+MASTER = names.master_pod_name(NAME)
+NODE = f"{realnodes.NAME_PREFIX}0"
+BUCKET, SECRET = "fluid-ufs", "s3-credentials"
+APP = "s3-reader"
+SUMMARY_PERIOD = 10
+
+# The bucket's files: (key, content). Seeded so a failure can be reproduced byte for byte.
+_rng = random.Random(31)
+FILES = {
+    "data/big.bin": _rng.randbytes(3 << 20),
+    "data/hello.txt": b"hello from S3 through Curvine\n",
+    "data/sub/small.bin": _rng.randbytes(4097),
+    "more/later.txt": b"mounted later, without a restart\n",
+}
+
+
+@dataclass
+class Bed:
+    cluster: localcluster.Cluster
+    s3: s3ufs.S3Server
+    figures: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def kc(self) -> Any:
+        return self.cluster.kubeconfig
+
+
+@pytest.fixture(scope="module")
+def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Bed]:
+    reason = why_no_curvine_fluid()
+    if reason:
+        pytest.skip(reason)
+    state = tmp_path_factory.mktemp("curvine-ufs-cluster")
+    with users_cluster(state, nodes=1) as cluster:
+        node = realnodes.RealNode.load(cluster.state_dir / realnodes.NODES_DIR / NODE)
+        assert node is not None
+        with s3ufs.serving(node.bridge_ip, state / "moto.log") as s3:
+            s3.put(BUCKET)
+            for key, data in FILES.items():
+                s3.put(BUCKET, key, data)
+            b = Bed(cluster, s3)
+            yield b
+            print("\n".join(f"{k}: {v:.2f}" for k, v in b.figures.items()))
+
+
+def s3_mount(name: str, prefix: str, bucket: str = BUCKET) -> dict[str, Any]:
+    """A mount as Fluid users write one for S3: options in the clear, keys from a Secret."""
+    return {
+        "name": name,
+        "mountPoint": f"s3://{bucket}/{prefix}",
+        "options": {"endpoint_url": "", "region_name": s3ufs.REGION, "path_style": "true"},
+        "encryptOptions": [
+            {"name": option, "valueFrom": {"secretKeyRef": {"name": SECRET, "key": option}}}
+            for option in ("access", "secret")
+        ],
+    }
+
+
+def with_endpoint(bed: Bed, mount: dict[str, Any]) -> dict[str, Any]:
+    return {**mount, "options": {**mount["options"], "endpoint_url": bed.s3.endpoint}}
+
+
+def dataset_and_runtime(bed: Bed, mounts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Curvine's Dataset and CacheRuntime, the Dataset's mounts those of the S3 bucket."""
+    docs = [d for d in yaml.safe_load_all(DATASET.read_text()) if d]
+    for doc in docs:
+        if doc["kind"] == "Dataset":
+            doc["spec"]["mounts"] = [with_endpoint(bed, m) for m in mounts]
+    return docs
+
+
+def apply(bed: Bed, *objects: dict[str, Any]) -> None:
+    body = {"apiVersion": "v1", "kind": "List", "items": list(objects)}
+    kubectl(bed.kc, "apply", "-f", "-", stdin=json.dumps(body))
+
+
+def dataset(bed: Bed) -> dict[str, Any]:
+    return get(bed.kc, "-n", APPS, "dataset", NAME)
+
+
+def events_of(bed: Bed, reason: str) -> list[dict[str, Any]]:
+    listed: list[dict[str, Any]] = get(  # type: ignore[assignment]
+        bed.kc, "-n", APPS, "events", "--field-selector", f"involvedObject.name={NAME}"
+    )["items"]
+    return [e for e in listed if e["reason"] == reason]
+
+
+def runtime(bed: Bed) -> dict[str, Any]:
+    return get(bed.kc, "-n", APPS, "cacheruntime", NAME)
+
+
+def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    return next((c for c in (obj.get("status") or {}).get("conditions", []) if c["type"] == type_), None)
+
+
+def mounted_condition(bed: Bed) -> dict[str, Any] | None:
+    return condition(dataset(bed), names.CONDITION_UFS_UPDATE_READY)
+
+
+def controller_logs(bed: Bed) -> list[dict[str, Any]]:
+    """Every controller replica's log lines (the leader runs the entries; which one leads is its
+    Lease's business)."""
+    pods = kubectl(
+        bed.kc, "-n", SYSTEM, "get", "pods", "-l", "app.kubernetes.io/name=fluid-controller", "-o", "name"
+    )
+    text = "".join(kubectl(bed.kc, "-n", SYSTEM, "logs", pod, "--tail=-1") for pod in pods.split())
+    out = []
+    for line in text.splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+def mount_runs(bed: Bed) -> list[dict[str, Any]]:
+    return [r for r in controller_logs(bed) if r.get("msg") == "mountUFS ran"]
+
+
+def exec_seconds(message: str) -> float:
+    found = re.search(r" in ([0-9.]+)s", message)
+    assert found, message
+    return float(found.group(1))
+
+
+def in_app(bed: Bed, *argv: str) -> str:
+    return kubectl(bed.kc, "-n", APPS, "exec", APP, "--", *argv)
+
+
+def cv_mounts(bed: Bed) -> str:
+    conf = "/app/curvine/conf/curvine-cluster.toml"
+    return kubectl(bed.kc, "-n", APPS, "exec", MASTER, "--", "/app/curvine/bin/cv", "mount", "--conf", conf)
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_the_runtime_turns_ready_and_mount_ufs_runs_once(bed: Bed) -> None:
+    kubectl(bed.kc, "apply", "-k", str(MANIFESTS))  # the default install
+    # The one change: reportSummary every 10 s, so this module sees it without waiting 90.
+    patch = [{"op": "add", "path": "/spec/template/spec/containers/0/args/-",
+              "value": f"--summary-period={SUMMARY_PERIOD}"}]  # fmt: skip
+    kubectl(bed.kc, "-n", SYSTEM, "patch", "deployment", "fluid-controller", "--type=json",
+            "-p", json.dumps(patch))  # fmt: skip
+    kubectl(bed.kc, "-n", SYSTEM, "rollout", "status", "deployment", "--timeout=5m")
+    kubectl(bed.kc, "apply", "-f", str(CLASS))
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": SECRET, "namespace": APPS},
+        "stringData": {"access": "test-access-key", "secret": "test-secret-key"},
+    }
+    t0 = time.monotonic()
+    apply(bed, secret, *dataset_and_runtime(bed, [s3_mount("s3data", "data")]))
+    eventually(
+        lambda: (condition(runtime(bed), names.CONDITION_READY) or {}).get("status") == "True",
+        "the runtime Ready",
+        timeout=300,
+        interval=1,
+    )
+    bed.figures["create to runtime Ready (s)"] = time.monotonic() - t0
+    done = eventually(
+        lambda: (c := mounted_condition(bed)) and c["status"] == "True" and c,
+        "UpdateReady=True (mountUFS ran)",
+        timeout=120,
+        interval=0.5,
+    )
+    bed.figures["create to UFS mounted (s)"] = time.monotonic() - t0
+    bed.figures["mountUFS exec, first (s)"] = exec_seconds(done["message"])
+    assert done["reason"] == names.REASON_UFS_MOUNTED, done
+    assert "/s3data" in done["message"], done
+    ds = dataset(bed)
+    assert [m["mountPoint"] for m in ds["status"]["mounts"]] == [f"s3://{BUCKET}/data"]
+    master = get(bed.kc, "-n", APPS, "pod", MASTER)
+    status = runtime(bed)["status"]
+    assert status["mountedUfs"].startswith(master["metadata"]["uid"] + "/"), status
+    assert status.get("mountTime")
+    assert "/s3data" in cv_mounts(bed)
+    time.sleep(3)  # a few more passes of the controller: nothing runs again
+    assert len(mount_runs(bed)) == 1, mount_runs(bed)
+
+
+def test_the_s3_files_are_read_byte_exact_through_an_app_pods_pvc(bed: Bed) -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": APP, "namespace": APPS},
+        "spec": {
+            "nodeSelector": {names.LABEL_HOSTNAME: NODE},
+            "terminationGracePeriodSeconds": 1,
+            "containers": [
+                {
+                    "name": "app",
+                    "image": image_of_the_samples(),
+                    "imagePullPolicy": "IfNotPresent",
+                    "command": ["sleep", "infinity"],
+                    "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+                }
+            ],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": NAME}}],
+        },
+    }
+    t0 = time.monotonic()
+    apply(bed, pod)
+    eventually(
+        lambda: ready(get(bed.kc, "-n", APPS, "pod", APP)), "the app pod Ready", timeout=180, interval=1
+    )
+    bed.figures["app pod create to Ready (s)"] = time.monotonic() - t0
+    want = {
+        f"/data/s3data/{k.removeprefix('data/')}": sha(v) for k, v in FILES.items() if k.startswith("data/")
+    }
+    t1 = time.monotonic()
+    out = in_app(bed, "sha256sum", *want)
+    bed.figures["cold read of the S3 files through the PVC (s)"] = time.monotonic() - t1
+    got = {path: digest for digest, path in (line.split() for line in out.splitlines())}
+    assert got == want
+
+
+def test_a_mount_added_later_is_mounted_without_a_restart(bed: Bed) -> None:
+    before = get(bed.kc, "-n", APPS, "pod", MASTER)
+    t0 = time.monotonic()
+    apply(bed, *dataset_and_runtime(bed, [s3_mount("s3data", "data"), s3_mount("more", "more")]))
+    done = eventually(
+        lambda: (c := mounted_condition(bed)) and c["status"] == "True" and "/more" in c["message"] and c,
+        "the second mount mounted",
+        timeout=240,
+        interval=1,
+    )
+    bed.figures["mount added to mounted (s) (kubelet's ConfigMap sync included)"] = time.monotonic() - t0
+    bed.figures["mountUFS exec, second mount (s)"] = exec_seconds(done["message"])
+    after = get(bed.kc, "-n", APPS, "pod", MASTER)
+    assert after["metadata"]["uid"] == before["metadata"]["uid"]
+    assert (
+        after["status"]["containerStatuses"][0]["restartCount"]
+        == before["status"]["containerStatuses"][0]["restartCount"]
+    )
+    assert len(dataset(bed)["status"]["mounts"]) == 2
+    data = eventually(lambda: in_app(bed, "cat", "/data/more/later.txt"), "/more readable in the app pod")
+    assert data.encode() == FILES["more/later.txt"]
+
+
+def test_a_mount_ufs_that_fails_is_a_condition_and_a_warning_event(bed: Bed) -> None:
+    mounts = [s3_mount("s3data", "data"), s3_mount("more", "more"), s3_mount("broken", "x", "no-such-bucket")]
+    apply(bed, *dataset_and_runtime(bed, mounts))
+    # First "not mounted yet: /broken" maybe (the runtime config on its way), then the script fails.
+    failed = eventually(
+        lambda: (c := mounted_condition(bed)) and c["status"] == "False" and " exited " in c["message"] and c,
+        "UpdateReady=False, the script's exit",
+        timeout=240,
+        interval=1,
+    )
+    assert failed["reason"] == names.REASON_MOUNT_UFS_FAILED, failed
+    events = eventually(
+        lambda: [e for e in events_of(bed, names.REASON_MOUNT_UFS_FAILED) if " exited " in e["message"]],
+        "a MountUFSFailed Event of the script's exit",
+    )
+    assert events[0]["type"] == "Warning"
+    assert "no-such-bucket" in events[0]["message"], events[0]["message"]  # the stderr's tail
+    print("the failure's Event:", events[0]["message"])
+    # Curvine's script prints the secret key with the command line: the controller masks it.
+    assert "test-secret-key" not in json.dumps(events) + json.dumps(failed)
+    # Put right: the broken mount taken out, the Dataset's mounts are mounted again.
+    apply(bed, *dataset_and_runtime(bed, [s3_mount("s3data", "data"), s3_mount("more", "more")]))
+    eventually(
+        lambda: (c := mounted_condition(bed)) and c["status"] == "True" and c,
+        "UpdateReady=True again",
+        timeout=240,
+        interval=1,
+    )
+
+
+def test_the_master_pod_replaced_gets_its_mounts_back(bed: Bed) -> None:
+    old = get(bed.kc, "-n", APPS, "pod", MASTER)["metadata"]["uid"]
+    t0 = time.monotonic()
+    kubectl(bed.kc, "-n", APPS, "delete", "pod", MASTER, "--wait=false")
+
+    def remounted() -> bool:
+        pod = get(bed.kc, "-n", APPS, "pod", MASTER)
+        uid = pod["metadata"]["uid"]
+        record = str((runtime(bed).get("status") or {}).get("mountedUfs", ""))
+        return bool(uid != old and record.startswith(uid + "/"))
+
+    eventually(remounted, "the new master's mounts", timeout=300, interval=1)
+    bed.figures["master deleted to mounts back (s)"] = time.monotonic() - t0
+    table = cv_mounts(bed)
+    assert "/s3data" in table, table
+    assert "/more" in table, table
+
+
+def test_report_summary_fills_the_cache_states_that_kubectl_get_dataset_prints(bed: Bed) -> None:
+    status = eventually(
+        lambda: (s := dataset(bed).get("status") or {}).get("cacheStates", {}).get("cacheCapacity") and s,
+        "status.cacheStates from ReportSummary",
+        timeout=3 * SUMMARY_PERIOD + 60,
+        interval=1,
+    )
+    assert set(status["cacheStates"]) == {"cached", "cachedPercentage", "cacheCapacity", "cacheHitRatio"}
+    assert status.get("fileNum"), status
+    assert status.get("ufsTotal") is not None, status
+    table = kubectl(bed.kc, "-n", APPS, "get", "dataset", NAME, "-o", "wide")
+    header, row = table.splitlines()[:2]
+    assert "CACHE CAPACITY" in header, table
+    assert "TOTAL FILES" in header, table
+    assert status["cacheStates"]["cacheCapacity"] in row, table
+    assert status["fileNum"] in row, table
+    print(table)
+
+
+def test_pods_exec_runs_in_a_real_container_with_exit_codes_output_and_a_deadline(bed: Bed) -> None:
+    async def run() -> None:
+        api = await connect(str(bed.kc))
+        ok = await exec_in_pod(
+            api, APPS, APP, "app", ["sh", "-c", "echo out; echo err >&2; exit 3"], timeout=20
+        )
+        assert (ok.exit_code, ok.stdout, ok.stderr) == (3, b"out\n", b"err\n")
+        quick = [await exec_in_pod(api, APPS, APP, "app", ["true"], timeout=20) for _ in range(5)]
+        assert {q.exit_code for q in quick} == {0}
+        bed.figures["pods/exec of `true`, median of 5 (s)"] = sorted(q.seconds for q in quick)[2]
+        bed.figures["pods/exec subprotocol v5 (1) or v4 (0)"] = float(quick[0].subprotocol.startswith("v5"))
+        t0 = time.monotonic()
+        with pytest.raises(ExecTimeout):
+            await exec_in_pod(api, APPS, APP, "app", ["sleep", "30"], timeout=2)
+        assert time.monotonic() - t0 < 6
+        with pytest.raises(ExecFailed, match="nope"):
+            await exec_in_pod(api, APPS, APP, "nope", ["true"], timeout=20)
+        with pytest.raises(ExecFailed):
+            await exec_in_pod(api, APPS, APP, "app", ["/no/such/program"], timeout=20)
+
+    asyncio.run(run())
