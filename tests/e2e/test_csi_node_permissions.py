@@ -61,7 +61,10 @@ FORBIDDEN: dict[str, list[tuple[str, str, str]]] = {
         ("list", "secrets", ""),
         ("watch", "secrets", ""),
         ("create", "pods", "default"),
-        ("create", "pods/exec", "default"),
+        # pods/exec it may (a class's execution entries run in the master: controller/entries/), as
+        # upstream's controller may; attaching to a pod or forwarding its ports it may not.
+        ("create", "pods/attach", "default"),
+        ("create", "pods/portforward", "default"),
         ("create", "serviceaccounts/token", SYSTEM),
     ],
     "fluid-webhook": [
