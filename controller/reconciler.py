@@ -329,15 +329,18 @@ class Reconciler:
         first: list[Awaitable[Any]] = [self._add_finalizer(ds_obj)] if finalizing else []
         if children.daemonset is not None and not finalizers.has(rt_obj, names.RUNTIME_FINALIZER):
             first.append(self._guard_runtime(rt_obj))
-        workloads: list[Awaitable[Any]] = []
+        # The second wave's objects only: its coroutines are made once the first has gone well (made
+        # before, a first wave that raised would leave them never awaited).
+        second: list[dict[str, Any]] = []
         for obj in children.namespaced():
             if any(obj is shared for shared in children.extra_configmaps):
                 first.append(self._ensure_shared(obj, uid, manager))
             elif obj["kind"] in ("ConfigMap", "Service"):
                 first.append(self._ensure(obj, uid))
             elif obj is not children.pvc:
-                workloads.append(self._ensure(obj, uid))
+                second.append(obj)
         done = await together(*first)
+        workloads: list[Awaitable[Any]] = [self._ensure(obj, uid) for obj in second]
         if finalizing:
             ds_obj = done[0]
         wanted = {(o["kind"], o["metadata"]["name"]) for o in children.namespaced()}
