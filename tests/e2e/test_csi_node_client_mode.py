@@ -156,18 +156,27 @@ def test_the_runtimes_client_serves_a_datasets_pv_shared_rebound_and_unlabelled(
     assert read(runtime_client.data / names.cluster_id("client:1") / "f") == "from a"
 
     key = client_mount_key(namespace, "ds")
+
+    def targets(mount: dict[str, Any]) -> list[str]:
+        return sorted(t["path"] for v in mount["status"].get("volumes") or () for t in v["targets"])
+
+    # The mirror publishes in the background (it never holds up a CSI call): the second pod's target
+    # comes in a later write than the Ready phase may.
     mount = eventually(
         lambda: next(
-            (m for m in fusemounts(k8s, csi_node.name) if m["status"].get("phase") == "Ready"), None
+            (
+                m
+                for m in fusemounts(k8s, csi_node.name)
+                if m["status"].get("phase") == "Ready" and targets(m) == [str(a), str(b)]
+            ),
+            None,
         ),
-        "a Ready FuseMount of mode client",
+        "a Ready FuseMount of mode client with both pods' targets",
         timeout=30,
     )
     assert mount["spec"]["mode"] == "client"
     assert mount["spec"]["dataset"] == {"namespace": namespace, "name": "ds"}
     assert mount["status"]["podName"] == "ds-client-x"
-    targets = [t["path"] for v in mount["status"]["volumes"] for t in v["targets"]]
-    assert sorted(targets) == [str(a), str(b)]
     assert plugin_mounts(csi_node.name) == {key[: names.FUSE_MOUNT_KEY_PREFIX_LENGTH]: 1}
     assert csi_node.fuse_pids() == []  # no FUSE of the node service's own
 
