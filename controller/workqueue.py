@@ -124,21 +124,31 @@ class WorkQueue(Generic[K]):
 
 async def drain(
     queue: WorkQueue[K],
-    settle: Callable[[K], Awaitable[None]],
+    settle: Callable[[K], Awaitable[float | None]],
     failed: Callable[[K, float, Exception], None],
+    retry: Callable[[K, Exception], float] | None = None,
 ) -> None:
-    """Hand each key to ``settle`` until the queue shuts down: a success forgets the key's failures, a
-    failure queues it again after its backoff and is told to ``failed`` (key, delay, error) to log."""
+    """Hand each key to ``settle`` until the queue shuts down. A success forgets the key's failures and,
+    when ``settle`` answers seconds, queues it again after them (a look again later). A failure queues
+    it again after its backoff (``retry``'s delay instead, when given) and is told to ``failed`` (key,
+    delay, error) to log."""
     while True:
         try:
             key = await queue.get()
         except ShutDown:
             return
         try:
-            await settle(key)
+            again = await settle(key)
         except Exception as e:
-            failed(key, queue.add_rate_limited(key), e)
+            if retry is None:
+                delay = queue.add_rate_limited(key)
+            else:
+                delay = retry(key, e)
+                queue.add_after(key, delay)
+            failed(key, delay, e)
         else:
             queue.forget(key)
+            if again is not None:
+                queue.add_after(key, again)
         finally:
             queue.done(key)

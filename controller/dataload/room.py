@@ -24,7 +24,7 @@ from controller.conditions import now
 from controller.dataload.plan import CreateJob, Delete, Lock, Note, Plan, Status, View, plan
 from controller.events import Recorder
 from controller.reconciler import Caches
-from controller.workqueue import ShutDown, WorkQueue
+from controller.workqueue import WorkQueue, drain
 from kubectl_fluid.api import names
 from kubectl_fluid.api.cacheruntime import CacheRuntime
 from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass
@@ -43,6 +43,10 @@ CRONJOB_SELECTOR = f"{names.LABEL_DATALOAD_ROLE}={names.DATALOAD_CRONJOB_ROLE},{
 
 def target_dataset(dataload: dict[str, Any]) -> str:
     return str(((dataload.get("spec") or {}).get("dataset") or {}).get("name") or "")
+
+
+def _failed(key: Key, delay: float, error: Exception) -> None:
+    log.warning("DataLoads of %s/%s: failed, retrying in %.2fs: %s", *key, delay, error)
 
 
 class DataLoads:
@@ -95,25 +99,7 @@ class DataLoads:
             await asyncio.sleep(0.05)
         for obj in self.dataloads.items():
             self._dataload_changed("ADDED", obj)
-        await self._worker()
-
-    async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except ShutDown:
-                return
-            try:
-                after = await self.settle(key)
-            except Exception as e:
-                delay = self.queue.add_rate_limited(key)
-                log.warning("DataLoads of %s/%s: failed, retrying in %.2fs: %s", *key, delay, e)
-            else:
-                self.queue.forget(key)
-                if after is not None:
-                    self.queue.add_after(key, after)
-            finally:
-                self.queue.done(key)
+        await drain(self.queue, self.settle, _failed)
 
     def view(self, key: Key) -> View:
         namespace, dataset = key

@@ -31,7 +31,7 @@ from controller.entries import plan
 from controller.entries.redact import redact
 from controller.entries.summary import SummaryError, changed, summary_status
 from controller.events import Recorder
-from controller.workqueue import ItemBackoff, ShutDown, WorkQueue
+from controller.workqueue import ItemBackoff, WorkQueue, drain
 from kubectl_fluid.api import names
 from kubectl_fluid.api.cacheruntimeclass import ExecutionEntries, ExecutionEntry
 from kubectl_fluid.kube import http, resources
@@ -58,6 +58,12 @@ class MountFailed(Exception):
     def __init__(self, message: str, cap: float = MOUNT_RETRY_CAP) -> None:
         super().__init__(message)
         self.cap = cap
+
+
+def _failed(key: Key, delay: float, error: Exception) -> None:
+    # A failing script is the Dataset's condition and Event already: info, not a warning of ours.
+    level = logging.INFO if isinstance(error, MountFailed) else logging.WARNING
+    log.log(level, "execution entries of %s/%s: %s; again in %.0fs", *key, error, delay)
 
 
 class EntryRunner:
@@ -144,29 +150,12 @@ class EntryRunner:
                     await w
 
     async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except ShutDown:
-                return
-            try:
-                again = await self.run(key)
-            except asyncio.CancelledError:
-                self.queue.done(key)
-                raise
-            except Exception as e:  # a failure of one key never stops the others
-                delay = min(
-                    self.queue.backoff.when(key), e.cap if isinstance(e, MountFailed) else MOUNT_RETRY_CAP
-                )
-                self.queue.add_after(key, delay)
-                level = logging.INFO if isinstance(e, MountFailed) else logging.WARNING
-                log.log(level, "execution entries of %s/%s: %s; again in %.0fs", *key, e, delay)
-            else:
-                self.queue.forget(key)
-                if again is not None:
-                    self.queue.add_after(key, again)
-            finally:
-                self.queue.done(key)
+        await drain(self.queue, self.run, _failed, self._retry)
+
+    def _retry(self, key: Key, error: Exception) -> float:
+        """The key's backoff, capped lower for a mount only missing from the script's answer."""
+        cap = error.cap if isinstance(error, MountFailed) else MOUNT_RETRY_CAP
+        return min(self.queue.backoff.when(key), cap)
 
     def summarise_now(self, key: Key) -> None:
         """reportSummary on demand (a data operation that changed what is cached): the key's next

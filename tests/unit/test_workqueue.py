@@ -165,3 +165,32 @@ def test_drain_retries_a_failed_key_after_its_backoff_and_stops_at_shutdown() ->
         assert q.backoff.retries("a") == 0  # forgotten once it succeeded
 
     run(main())
+
+
+def test_drain_queues_a_key_again_after_the_seconds_settle_answers_and_retries_as_told() -> None:
+    async def main() -> None:
+        q: WorkQueue[str] = WorkQueue(ItemBackoff(base=10.0))
+        times: list[float] = []
+        failures: list[tuple[str, float]] = []
+        loop = asyncio.get_running_loop()
+
+        async def settle(key: str) -> float | None:
+            times.append(loop.time())
+            if len(times) == 1:
+                return 0.05  # look again later
+            if len(times) == 2:
+                raise RuntimeError("second try")
+            q.shut_down()
+            return None
+
+        q.add("k")
+        # ``retry`` overrides the queue's 10 s backoff: the third pass comes after 0.02 s.
+        await asyncio.wait_for(
+            drain(q, settle, lambda k, d, e: failures.append((k, d)), lambda k, e: 0.02), 2
+        )
+        assert failures == [("k", 0.02)]
+        assert len(times) == 3
+        assert times[1] - times[0] >= 0.05
+        assert 0.02 <= times[2] - times[1] < 5
+
+    run(main())
