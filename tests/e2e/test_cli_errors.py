@@ -109,6 +109,7 @@ def test_help_and_completion_through_kubectl(
         "mounts",
         "datasets",
         "explain",
+        "load",
         "version",
         ":4",
     ]
