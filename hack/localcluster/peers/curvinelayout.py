@@ -56,6 +56,7 @@ PATCH_DIR = REPO / "images" / "curvine"
 PATCHES = {
     "fluid-client-options-to-fuse.patch": "curvine-docker/fluid/generate_config.py",
     "fluid-client-dead-mount.patch": "curvine-docker/fluid/entrypoint.sh",
+    "fluid-report-summary-totals.patch": "curvine-docker/fluid/reportSummary.sh",
 }
 # Curvine's cache-runtime files (the class, a Dataset and CacheRuntime, a test pod), beside the layout
 # for whoever copies them (the e2e's samples say how theirs differ).
