@@ -92,7 +92,24 @@ def deploy(k: Cluster) -> None:
     # every container waits for its startupProbe).
     for workload in ("deployment/fluid-controller", "deployment/fluid-webhook",
                      "deployment/fluid-csi-controller", "daemonset/fluid-csi-node"):  # fmt: skip
-        k.run("rollout", "status", "-n", SYSTEM, workload, "--timeout=300s")
+        try:
+            k.run("rollout", "status", "-n", SYSTEM, workload, "--timeout=300s")
+        except DemoError:
+            why_not_rolled_out(k, workload)
+            raise
+
+
+def why_not_rolled_out(k: Cluster, workload: str) -> None:
+    """What a rollout that timed out is waiting for: its pods, their last events and log lines (the
+    previous container's too), so a failed demo explains itself."""
+    name = workload.split("/", 1)[1]
+    step(f"{workload} did not roll out: its pods, events and logs")
+    k.run("get", "pods", "-n", SYSTEM, "-l", f"app.kubernetes.io/name={name}", "-o", "wide", check=False)
+    k.run("describe", "pods", "-n", SYSTEM, "-l", f"app.kubernetes.io/name={name}", check=False,
+          shown=lambda line: not line.startswith("  ") or "Warning" in line or "Normal" in line)  # fmt: skip
+    for previous in ("", "--previous"):
+        k.run("logs", "-n", SYSTEM, "-l", f"app.kubernetes.io/name={name}", "--tail=40", "--prefix",
+              *([previous] if previous else []), check=False)  # fmt: skip
 
     def bootstrapped() -> bool:
         hooks = k.get_json("mutatingwebhookconfiguration", "fluid-pod-admission-webhook")["webhooks"]
