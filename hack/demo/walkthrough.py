@@ -98,19 +98,6 @@ def deploy(k: Cluster) -> None:
             why_not_rolled_out(k, workload)
             raise
 
-
-def why_not_rolled_out(k: Cluster, workload: str) -> None:
-    """What a rollout that timed out is waiting for: its pods, their last events and log lines (the
-    previous container's too), so a failed demo explains itself."""
-    name = workload.split("/", 1)[1]
-    step(f"{workload} did not roll out: its pods, events and logs")
-    k.run("get", "pods", "-n", SYSTEM, "-l", f"app.kubernetes.io/name={name}", "-o", "wide", check=False)
-    k.run("describe", "pods", "-n", SYSTEM, "-l", f"app.kubernetes.io/name={name}", check=False,
-          shown=lambda line: not line.startswith("  ") or "Warning" in line or "Normal" in line)  # fmt: skip
-    for previous in ("", "--previous"):
-        k.run("logs", "-n", SYSTEM, "-l", f"app.kubernetes.io/name={name}", "--tail=40", "--prefix",
-              *([previous] if previous else []), check=False)  # fmt: skip
-
     def bootstrapped() -> bool:
         hooks = k.get_json("mutatingwebhookconfiguration", "fluid-pod-admission-webhook")["webhooks"]
         return all(h["clientConfig"].get("caBundle") for h in hooks)
@@ -124,6 +111,19 @@ def why_not_rolled_out(k: Cluster, workload: str) -> None:
         )
         say(f"kubelet on {node} registered CSI driver(s): {', '.join(d['name'] for d in drivers)}")
     k.run("get", "pods", "-n", SYSTEM, "-o", "wide")
+
+
+def why_not_rolled_out(k: Cluster, workload: str) -> None:
+    """What a rollout that timed out is waiting for: its pods, their last events and log lines (the
+    previous container's too), so a failed demo explains itself."""
+    name = workload.split("/", 1)[1]
+    step(f"{workload} did not roll out: its pods, events and logs")
+    k.run("get", "pods", "-n", SYSTEM, "-l", f"app.kubernetes.io/name={name}", "-o", "wide", check=False)
+    k.run("describe", "pods", "-n", SYSTEM, "-l", f"app.kubernetes.io/name={name}", check=False,
+          shown=lambda line: not line.startswith("  ") or "Warning" in line or "Normal" in line)  # fmt: skip
+    for previous in ("", "--previous"):
+        k.run("logs", "-n", SYSTEM, "-l", f"app.kubernetes.io/name={name}", "--tail=40", "--prefix",
+              *([previous] if previous else []), check=False)  # fmt: skip
 
 
 # ------------------------------------------------------------------ clientless
