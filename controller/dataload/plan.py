@@ -10,7 +10,7 @@
   ``Executing``.
 - ``Executing``: its Job is made (``job.py``); the Job's ``Complete`` or ``Failed`` condition ends it:
   phase, a condition of that type, duration from its creation to the Job's end, an Event; the lock
-  is released.
+  is released first, in the same pass.
 - ``Complete``/``Failed``: a lock still naming it is released; ``ttlSecondsAfterFinished`` deletes
   it once the time has passed.
 
@@ -38,6 +38,9 @@ FINISHED = (names.PHASE_COMPLETE, names.PHASE_FAILED)
 # Dataset's phase and a runtime's Ready (``WatchCache.observe``), so their events may never reach the
 # room (upstream requeues a waiting operation after 20 s).
 WAIT_RECHECK = 5.0
+# While a DataLoad executes, the Dataset's summary is asked for this often (its progress on
+# ``kubectl fluid load --wait`` and ``kubectl get dataset``; the summary's own period is 90 s).
+PROGRESS_PERIOD = 5.0
 # Policies upstream runs for CacheRuntime that this controller does not (yet): failed, never silent.
 _UNRUN_POLICIES = {
     "OnEvent": "policy OnEvent is not run for CacheRuntime (nor by upstream); use policy Once or Cron",
@@ -111,6 +114,9 @@ Step = Status | Note | Lock | CreateJob | Delete
 class Plan:
     steps: list[Step] = field(default_factory=list)
     requeue_after: float | None = None
+    # What is cached changes (a DataLoad runs or just ended): the Dataset's reportSummary is due now,
+    # not at its period, so its cached percentage follows the load.
+    summarise: bool = False
 
     def again_in(self, seconds: float) -> None:
         self.requeue_after = seconds if self.requeue_after is None else min(self.requeue_after, seconds)
@@ -152,6 +158,9 @@ def plan(view: View) -> Plan:
             _finished(view, obj, out)
     if named and holder is None and not any(isinstance(s, Lock) for s in out.steps):
         out.steps.append(Lock(None))  # the DataLoad it names is gone or finished
+    # The lock first (a plan has one at most): whoever sees a DataLoad Complete or Failed sees the
+    # lock released or handed on, never still naming it (upstream releases it a reconcile later).
+    out.steps.sort(key=lambda s: not isinstance(s, Lock))
     return out
 
 
@@ -268,7 +277,10 @@ def _executing(view: View, obj: Json, out: Plan) -> bool:
             )
             return True
         try:
-            built = build_job(DataLoad.model_validate(obj), view.dataset, view.runtime, view.runtime_class)
+            mounts = ((view.dataset_obj or {}).get("spec") or {}).get("mounts")
+            built = build_job(
+                DataLoad.model_validate(obj), view.dataset, view.runtime, view.runtime_class, mounts
+            )
         except Unsupported as e:
             out.steps.append(_failed(view, obj, e.reason, str(e)))
             return True
@@ -281,6 +293,9 @@ def _executing(view: View, obj: Json, out: Plan) -> bool:
         times = schedule_times(made) if cron else {}
         if times and any((obj.get("status") or {}).get(k) != v for k, v in times.items()):
             out.steps.append(Status(name, {**(obj.get("status") or {}), **times}))
+        if job is not None:  # loading (a Cron DataLoad's CronJob may have no Job yet)
+            out.summarise = True
+            out.again_in(PROGRESS_PERIOD)
         return False
     kind, reason, message, at = ended
     if kind == names.PHASE_COMPLETE:
@@ -296,6 +311,7 @@ def _executing(view: View, obj: Json, out: Plan) -> bool:
         status.update(schedule_times(made))
         status["conditions"] = [c for c in status["conditions"] if c.get("type") == kind]
     out.steps.append(Status(name, status, event))
+    out.summarise = True
     return True
 
 

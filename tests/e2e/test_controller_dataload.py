@@ -94,8 +94,10 @@ def test_a_dataload_runs_the_classes_job_with_the_runtime_config_and_completes(
     assert env["FLUID_RUNTIME_CONFIG_PATH"] == "/etc/fluid/config/runtime.json"
     assert pod["volumes"][0]["config_map"]["name"] == names.runtime_config_configmap("ds1")
     assert job["metadata"]["owner_references"][0]["kind"] == "DataLoad"
-    events = fl.events("warm")
-    assert any("DataOperationSucceed" in e for e in events), events
+    # The Event follows the status write that ended it: waited for, as a user's describe would be.
+    eventually(
+        lambda: any("DataOperationSucceed" in e for e in fl.events("warm")), "warm's Event", timeout=30
+    )
     assert fl.holder("ds1") is None  # released
 
 
@@ -175,7 +177,11 @@ def test_a_class_without_a_dataload_spec_fails_it_with_the_reason(fl: Loads) -> 
     (cond,) = fl.get("dataloads", "nope")["status"]["conditions"]
     assert cond["reason"] == "DataOperationNotSupport"
     assert "no dataOperationSpecs entry named DataLoad" in cond["message"]
-    assert any("Warning DataOperationNotSupport" in e for e in fl.events("nope"))
+    eventually(
+        lambda: any("Warning DataOperationNotSupport" in e for e in fl.events("nope")),
+        "nope's Event",
+        timeout=30,
+    )
     batch = client.BatchV1Api(fl.custom.api_client)
     assert batch.list_namespaced_job(fl.ns).items == []
 

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from controller.dataload.plan import (
+    PROGRESS_PERIOD,
     WAIT_RECHECK,
     CreateJob,
     Delete,
@@ -159,22 +160,22 @@ def test_the_jobs_end_ends_it_and_releases_the_lock_for_the_next() -> None:
     steps = plan(
         view(dl("a", "Executing"), dl("b", "Pending", "2026-12-05T01:01:00Z"), holder="a", jobs=jobs)
     ).steps
-    done = steps[0]
+    assert steps[0] == Lock("b")  # the next one takes it in the same pass, before a's end is written
+    done = steps[1]
     assert isinstance(done, Status)
     assert done.status["phase"] == "Complete"
     assert done.status["duration"] == "10m0s"
     assert done.status["conditions"][0]["type"] == "Complete"
     assert done.event is not None
     assert done.event.reason == "DataOperationSucceed"
-    assert steps[1] == Lock("b")  # the next one takes it in the same pass
 
     jobs = {"a-loader-job": job("a", "Failed", "BackoffLimitExceeded")}
     steps = plan(view(dl("a", "Executing"), holder="a", jobs=jobs)).steps
-    assert isinstance(steps[0], Status)
-    assert steps[0].status["phase"] == "Failed"
-    assert steps[0].event is not None
-    assert steps[0].event.type == "Warning"
-    assert steps[1] == Lock(None)
+    assert steps[0] == Lock(None)  # released before the end is written: never Failed and holding it
+    assert isinstance(steps[1], Status)
+    assert steps[1].status["phase"] == "Failed"
+    assert steps[1].event is not None
+    assert steps[1].event.type == "Warning"
 
 
 def test_a_lock_naming_a_deleted_or_finished_dataload_is_free() -> None:
@@ -205,6 +206,40 @@ def test_durations_read_as_gos(seconds: int) -> None:
     assert h * 3600 + m * 60 + s == seconds
     assert h == 0 or m < 60
     assert s < 60
+
+
+PHASES = st.sampled_from([None, "Pending", "Executing", "Complete", "Failed"])
+JOB_ENDS = st.sampled_from([None, "running", "Complete", "Failed"])
+
+
+@given(
+    st.lists(st.tuples(PHASES, JOB_ENDS), min_size=1, max_size=5),
+    st.sampled_from([None, "l0", "l1", "l4", "gone"]),
+)
+def test_the_lock_is_written_first_and_never_left_to_a_dataload_that_ends(
+    loads: list[tuple[str | None, str | None]], holder: str | None
+) -> None:
+    """One Lock at most, before every status: a watcher that sees a DataLoad end never sees the
+    Dataset's lock still naming it."""
+    dataloads = [dl(f"l{i}", phase, f"2026-12-05T01:0{i}:00Z") for i, (phase, _) in enumerate(loads)]
+    jobs = {
+        names.dataload_job(f"l{i}"): job(f"l{i}", None if end == "running" else end)
+        for i, (_, end) in enumerate(loads)
+        if end is not None
+    }
+    steps = plan(view(*dataloads, holder=holder, jobs=jobs)).steps
+    locks = [i for i, step in enumerate(steps) if isinstance(step, Lock)]
+    assert locks in ([], [0])
+    ended = {
+        step.name
+        for step in steps
+        if isinstance(step, Status) and step.status.get("phase") in ("Complete", "Failed")
+    }
+    if holder in ended:
+        assert locks == [0]
+        first = steps[0]
+        assert isinstance(first, Lock)
+        assert first.holder != holder
 
 
 CRON = {"policy": "Cron", "schedule": "*/5 * * * *"}
@@ -253,10 +288,10 @@ def test_a_cron_dataload_follows_its_newest_job_and_runs_again() -> None:
 
     done = cron_job("a", "2026-12-05T01:05:01Z", "Complete")
     steps = plan(with_cron(view(dl("a", "Executing", **CRON), holder="a"), cj, done)).steps
-    assert isinstance(steps[0], Status)
-    assert steps[0].status["phase"] == "Complete"
-    assert steps[0].status["duration"] == "4m59s"  # from its Job's creation
-    assert steps[1] == Lock(None)
+    assert steps[0] == Lock(None)
+    assert isinstance(steps[1], Status)
+    assert steps[1].status["phase"] == "Complete"
+    assert steps[1].status["duration"] == "4m59s"  # from its Job's creation
 
     # The next Job runs: Pending again (duration "-"), to take the lock before it executes.
     later = cronjob("a", scheduled="2026-12-05T01:10:00Z", succeeded="2026-12-05T01:10:00Z")
@@ -267,3 +302,17 @@ def test_a_cron_dataload_follows_its_newest_job_and_runs_again() -> None:
     assert isinstance(status, Status)
     assert (status.status["phase"], status.status["duration"]) == ("Pending", "-")
     assert status.status["lastSuccessfulTime"] == "2026-12-05T01:10:00Z"
+
+
+def test_the_summary_is_asked_for_while_a_dataload_loads_and_when_it_ends() -> None:
+    running = plan(view(dl("a", "Executing"), holder="a", jobs={"a-loader-job": job("a")}))
+    assert running.summarise
+    assert running.requeue_after == PROGRESS_PERIOD
+    ended = plan(view(dl("a", "Executing"), holder="a", jobs={"a-loader-job": job("a", "Complete")}))
+    assert ended.summarise
+    for quiet in (
+        plan(view(dl("a", "Pending"), bound=False)),  # waiting: nothing loads
+        plan(view(dl("a", "Executing"), holder="a")),  # its Job is only being made
+        plan(view(dl("a", "Complete"))),
+    ):
+        assert not quiet.summarise
