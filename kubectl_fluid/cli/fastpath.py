@@ -85,8 +85,10 @@ def _settled(dataset: str, levels: list[dict[str, str]], env: bool) -> ConfigSho
 
     fmt = levels[2].get("fmt")
     kubeconfig = pick("kubeconfig")
-    if (fmt is not None and fmt not in FORMATS) or (kubeconfig is not None and os.path.isdir(kubeconfig)):
-        return None  # click's error, in click's words
+    # click converts each level's value, not only the one that wins: a directory at any level is
+    # its error, in its words.
+    if (fmt is not None and fmt not in FORMATS) or any(os.path.isdir(f.get("kubeconfig", "")) for f in levels):
+        return None
     try:
         # click checks each level's value, not only the one that wins.
         for found in levels:

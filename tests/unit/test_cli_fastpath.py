@@ -105,6 +105,7 @@ def shaped(draw: st.DrawFn) -> list[str]:
 
 @settings(max_examples=800, deadline=None)
 @given(shaped())
+@example(["config", "--kubeconfig", "/tmp", "show", "--kubeconfig", "k.yaml", "ds1"])  # click checks both
 def test_shaped_argument_lists_are_read_as_click_reads_them(args: list[str]) -> None:
     taken = fastpath.parse(args)
     if taken is not None:
