@@ -133,6 +133,7 @@ class Controller:
             workers=args.entry_workers,
             summary_period=args.summary_period,
         )
+        self.dataloads.cache_changing = self.entries.summarise_now
         self._wire()
 
     def _wire(self) -> None:

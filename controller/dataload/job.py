@@ -5,11 +5,17 @@ It is what upstream's cache dataloader chart renders (``charts/fluid-dataloader/
 job.yaml``, values from ``pkg/ddc/cache/engine/dataload.go``): one pod, ``restartPolicy: Never``,
 ``backoffLimit`` 3, the spec's command and args, the env ``FLUID_DATALOAD_METADATA``,
 ``FLUID_DATALOAD_DATA_PATH`` and ``FLUID_DATALOAD_PATH_REPLICAS`` (paths and replicas joined by
-``:``, ``/`` with 1 replica when the DataLoad names none) and ``FLUID_RUNTIME_CONFIG_PATH``, with the runtime
+``:``) and ``FLUID_RUNTIME_CONFIG_PATH``, with the runtime
 config ConfigMap mounted read-only where component pods see it (fluid #6113). The image is the
 spec's, else the master's (SPEC §7; upstream takes the worker's), as the master pod runs it
 (``runtimeVersion`` over the class's first container); a runtime without a master uses the worker's.
 The DataLoad is the Job's controlling owner, so deleting it takes the Job and its pods with it.
+
+A DataLoad that names no path loads the whole Dataset. Upstream passes ``/`` then; this controller
+passes where each of the Dataset's mounts sits (``/`` only when it has none the cache mounts), one
+replica each: the same data, and what a class's script can load. Curvine's resolves each path to
+its mount's UFS, and its master refuses ``/`` ("Not found mount info for path: /"), which is no
+mount's.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from kubectl_fluid.api import names
 from kubectl_fluid.api.cacheruntime import CacheRuntime
 from kubectl_fluid.api.cacheruntimeclass import CacheRuntimeClass, DataOperationSpec
 from kubectl_fluid.api.dataload import DataLoad
+from kubectl_fluid.api.dataset import cache_mount_paths
 
 Json = dict[str, Any]
 
@@ -70,10 +77,11 @@ def loader_image(
     )
 
 
-def loader_env(dataload: DataLoad) -> list[Json]:
+def loader_env(dataload: DataLoad, whole: list[str]) -> list[Json]:
+    """The loader's env; ``whole`` is what loads the whole Dataset (``cache_mount_paths()``)."""
     targets = dataload.spec.target or []
-    paths = [t.path for t in targets] or ["/"]
-    replicas = [str(t.replicas or 1) for t in targets] or ["1"]
+    paths = [t.path for t in targets] or whole or ["/"]
+    replicas = [str(t.replicas or 1) for t in targets] or ["1"] * len(whole or ["/"])
     return [
         {"name": names.ENV_DATALOAD_METADATA, "value": "true" if dataload.spec.load_metadata else "false"},
         {"name": names.ENV_DATALOAD_DATA_PATH, "value": ":".join(paths)},
@@ -93,9 +101,14 @@ def loader_labels(dataload: str, dataset: str, role: str) -> dict[str, str]:
 
 
 def build_job(
-    dataload: DataLoad, dataset: str, runtime: CacheRuntime, runtime_class: CacheRuntimeClass
+    dataload: DataLoad,
+    dataset: str,
+    runtime: CacheRuntime,
+    runtime_class: CacheRuntimeClass,
+    mounts: list[Json] | None = None,
 ) -> Json:
-    """The Job that loads ``dataload``'s paths of ``dataset``; Unsupported when it cannot run."""
+    """The Job that loads ``dataload``'s paths of ``dataset`` (whose ``spec.mounts`` are ``mounts``);
+    Unsupported when it cannot run."""
     spec = dataload_spec(runtime_class)
     image, pull_secrets = loader_image(runtime, runtime_class, spec)
     meta = dataload.metadata
@@ -106,7 +119,7 @@ def build_job(
         "name": names.DATALOAD_CONTAINER,
         "image": image,
         "imagePullPolicy": "IfNotPresent",
-        "env": loader_env(dataload),
+        "env": loader_env(dataload, cache_mount_paths(mounts)),
         "volumeMounts": [
             {
                 "name": names.component_config_volume(dataset),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import kr8s.asyncio
@@ -63,6 +64,9 @@ class DataLoads:
             api, CRONJOBS, namespace=namespace, label_selector=CRONJOB_SELECTOR, compact=True
         )
         self.queue: WorkQueue[Key] = WorkQueue()
+        # Told of a Dataset whose cache a DataLoad changes (``Plan.summarise``): the controller
+        # connects it to the execution entries' reportSummary on demand.
+        self.cache_changing: Callable[[Key], None] = lambda _: None
         self.dataloads.add_handler(self._dataload_changed)
         self.jobs.add_handler(self._job_changed)
         self.cronjobs.add_handler(self._job_changed)
@@ -134,6 +138,8 @@ class DataLoads:
             if not view.dataloads:
                 return None
             steps: Plan = plan(view)
+            if steps.summarise:
+                self.cache_changing(key)
             if not await self._carry_out(key, view, steps):
                 return steps.requeue_after
         return 0.0  # still moving after PASSES plans: go on in a later turn of the queue

@@ -74,18 +74,6 @@ def mount_due(record: str | None, master: MasterPod | None, mounts: list[dict[st
     return master is not None and master.ready and record != mount_record(master, mounts)
 
 
-def expected_paths(mounts: list[dict[str, Any]] | None) -> list[str]:
-    """Where each mount sits in the dataset (upstream's GenUFSPathInUnifiedNamespace), but for
-    Fluid-native schemes, which the cache does not mount."""
-    out = []
-    for mount in mounts or []:
-        if str(mount.get("mountPoint", "")).startswith(names.FLUID_NATIVE_SCHEMES):
-            continue
-        path = mount.get("path") or ""
-        out.append(path if path.startswith("/") else "/" + str(mount.get("name") or "").lstrip("/"))
-    return out
-
-
 class MountOutputError(ScriptOutputError):
     """mountUFS's stdout is not upstream's ``{"mounted": [...]}``."""
 

@@ -34,6 +34,7 @@ from controller.events import Recorder
 from controller.workqueue import ItemBackoff, WorkQueue, drain
 from kubectl_fluid.api import names
 from kubectl_fluid.api.cacheruntimeclass import ExecutionEntries, ExecutionEntry
+from kubectl_fluid.api.dataset import cache_mount_paths
 from kubectl_fluid.kube import http, resources
 from kubectl_fluid.kube.execframes import tail
 from kubectl_fluid.kube.podexec import ExecFailed, ExecResult, exec_in_pod
@@ -184,6 +185,7 @@ class EntryRunner:
             record = ((rt_obj.get("status") or {}).get("mountedUfs")) or None
             if plan.mount_due(record, master, mounts):
                 await self._mount(ds_obj, rt_obj, master, entries.mount_ufs, mounts)
+                self._summarised.pop(key, None)  # mounted (it raises if not): the UFS total changed
             elif not _condition_true(ds_obj, names.CONDITION_UFS_UPDATE_READY):
                 # Back to the mounts this master last mounted (a broken one taken out again), or
                 # the condition lost to a write from a stale cache: it is so, without a run.
@@ -244,7 +246,7 @@ class EntryRunner:
                 failure = f"exited {result.exit_code}: {redact(tail(result.stderr)) or '(no stderr)'}"
             else:
                 try:
-                    check = plan.check_mounted(plan.expected_paths(mounts), plan.mounted_paths(result.stdout))
+                    check = plan.check_mounted(cache_mount_paths(mounts), plan.mounted_paths(result.stdout))
                 except plan.MountOutputError as e:
                     failure = str(e)
                 else:
@@ -273,7 +275,7 @@ class EntryRunner:
         self, ds_obj: dict[str, Any], master: plan.MasterPod, mounts: list[dict[str, Any]], how: str
     ) -> None:
         """``UpdateReady=True`` and ``status.mounts`` (upstream: the spec's, once mounted)."""
-        shown = ", ".join(plan.expected_paths(mounts)) or "none"
+        shown = ", ".join(cache_mount_paths(mounts)) or "none"
         message = f"{shown} mounted in pod {master.name} ({how})"
         await self._dataset_condition(ds_obj, True, names.REASON_UFS_MOUNTED, message, mounts=mounts)
 

@@ -55,9 +55,26 @@ class Mount(KubeModel):
     def dataset_path(self) -> str:
         """Where the mount sits in the dataset, as upstream computes it: ``path`` when absolute (a
         relative one is ignored), else ``/{name}``."""
-        if self.path and self.path.startswith("/"):
-            return self.path
-        return "/" + (self.name or "").lstrip("/")
+        return path_in_dataset(self.path, self.name)
+
+
+def path_in_dataset(path: str | None, name: str | None) -> str:
+    """Mount.dataset_path()'s rule, for a mount as stored."""
+    if path and path.startswith("/"):
+        return path
+    return "/" + (name or "").lstrip("/")
+
+
+def cache_mount_paths(mounts: list[dict[str, Any]] | None) -> list[str]:
+    """Where each mount the cache mounts sits in the dataset (upstream's
+    GenUFSPathInUnifiedNamespace), in the mounts' order: ``path`` when absolute (a relative one is
+    ignored), else ``/{name}``; Fluid-native schemes, which the cache does not mount, left out. Read
+    from the stored mounts as they are, so a mount the model would refuse still counts."""
+    return [
+        path_in_dataset(str(m.get("path") or ""), str(m.get("name") or ""))
+        for m in mounts or []
+        if not str(m.get("mountPoint", "")).startswith(names.FLUID_NATIVE_SCHEMES)
+    ]
 
 
 class User(KubeModel):

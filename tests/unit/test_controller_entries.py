@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from controller.entries import plan
 from controller.entries.redact import redact
 from controller.entries.summary import CACHE_STATE_KEYS, SummaryError, changed, summary_status
+from kubectl_fluid.api.dataset import cache_mount_paths
 
 S3 = {"name": "s3", "mountPoint": "s3://bucket/data", "options": {"endpoint_url": "http://s3:9000"}}
 
@@ -63,7 +64,7 @@ def test_the_hash_ignores_key_order_but_not_values() -> None:
     assert plan.mounts_hash(None) == plan.mounts_hash([])
 
 
-def test_expected_paths_as_upstream_builds_them_without_native_schemes() -> None:
+def test_the_cache_mount_paths_as_upstream_builds_them_without_native_schemes() -> None:
     mounts: list[dict[str, Any]] = [
         S3,
         {"name": "/lead", "mountPoint": "s3://b/x"},
@@ -72,7 +73,7 @@ def test_expected_paths_as_upstream_builds_them_without_native_schemes() -> None
         {"name": "l", "mountPoint": "local:///mnt/x"},
         {"name": "p", "mountPoint": "pvc://claim"},
     ]
-    assert plan.expected_paths(mounts) == ["/s3", "/lead", "/abs/p", "/rel"]
+    assert cache_mount_paths(mounts) == ["/s3", "/lead", "/abs/p", "/rel"]
 
 
 def test_mounted_paths_reads_upstreams_output() -> None:

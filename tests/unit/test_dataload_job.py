@@ -98,10 +98,35 @@ def test_the_job_is_upstreams_with_the_specs_command_and_the_runtime_config_moun
 def test_without_targets_the_whole_dataset_is_loaded_once_without_metadata() -> None:
     assert env(job(dataload())) | {"FLUID_RUNTIME_CONFIG_PATH": ""} == {
         "FLUID_DATALOAD_METADATA": "false",
-        "FLUID_DATALOAD_DATA_PATH": "/",
+        "FLUID_DATALOAD_DATA_PATH": "/",  # a Dataset without a mount the cache mounts
         "FLUID_DATALOAD_PATH_REPLICAS": "1",
         "FLUID_RUNTIME_CONFIG_PATH": "",
     }
+
+
+def test_without_targets_each_mount_of_the_dataset_is_loaded() -> None:
+    mounts = [
+        {"name": "s3data", "mountPoint": "s3://b/data"},
+        {"name": "x", "path": "/models/x", "mountPoint": "s3://b/x"},
+        {"name": "local", "mountPoint": "local:///mnt/y"},  # Fluid-native: the cache mounts none
+    ]
+    built = build_job(
+        DataLoad.model_validate(dataload()),
+        "ds1",
+        CacheRuntime.model_validate(FUSE_RUNTIME),
+        klass(LOAD_SPEC),
+        mounts,
+    )
+    assert env(built)["FLUID_DATALOAD_DATA_PATH"] == "/s3data:/models/x"
+    assert env(built)["FLUID_DATALOAD_PATH_REPLICAS"] == "1:1"
+    named = build_job(
+        DataLoad.model_validate(dataload(target=[{"path": "/s3data/a"}])),
+        "ds1",
+        CacheRuntime.model_validate(FUSE_RUNTIME),
+        klass(LOAD_SPEC),
+        mounts,
+    )
+    assert env(named)["FLUID_DATALOAD_DATA_PATH"] == "/s3data/a"  # named paths as they are
 
 
 def test_the_image_is_the_specs_else_the_masters_as_the_master_runs_it() -> None:
@@ -162,12 +187,19 @@ def test_a_long_dataload_name_still_names_a_job() -> None:
     st.lists(
         st.tuples(st.text("abc/_-.", min_size=1, max_size=12), st.one_of(st.none(), st.integers(1, 9))),
         max_size=6,
-    )
+    ),
+    st.lists(st.text("abc/", min_size=1, max_size=8).map(lambda p: "/" + p), max_size=4),
 )
-def test_paths_and_replicas_line_up_one_to_one(targets: list[tuple[str, int | None]]) -> None:
+def test_paths_and_replicas_line_up_one_to_one(
+    targets: list[tuple[str, int | None]], whole: list[str]
+) -> None:
     dl = DataLoad.model_validate(dataload(target=[{"path": p, "replicas": r} for p, r in targets]))
-    values = {e["name"]: e["value"] for e in loader_env(dl)}
+    values = {e["name"]: e["value"] for e in loader_env(dl, whole)}
     paths = values["FLUID_DATALOAD_DATA_PATH"].split(":")
     replicas = values["FLUID_DATALOAD_PATH_REPLICAS"].split(":")
-    assert len(paths) == len(replicas) == max(1, len(targets))
-    assert replicas == [str(r or 1) for _, r in targets] or (not targets and replicas == ["1"])
+    assert len(paths) == len(replicas) == (len(targets) or max(1, len(whole)))
+    if targets:
+        assert replicas == [str(r or 1) for _, r in targets]
+    else:
+        assert paths == (whole or ["/"])
+        assert set(replicas) == {"1"}

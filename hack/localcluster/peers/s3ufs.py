@@ -21,9 +21,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from localcluster import state
+from localcluster.state import Cluster
 
 MOTO = "moto[server]==5.2.5"
 REGION = "us-east-1"
@@ -57,7 +60,7 @@ def free_port(host: str) -> int:
 class S3Server:
     host: str
     port: int
-    proc: subprocess.Popen[bytes]
+    log: Path
 
     @property
     def endpoint(self) -> str:
@@ -72,6 +75,12 @@ class S3Server:
         with urllib.request.urlopen(request, timeout=30) as response:
             response.read()
 
+    def gets(self, bucket: str, key: str) -> int:
+        """How many GETs of the object the server has answered: its request log (werkzeug's, one line
+        a request, written as it is answered), the only witness of whether a read reached S3."""
+        wanted = f"GET /{bucket}/{key} HTTP/"
+        return sum(wanted in line for line in self.log.read_text(errors="replace").splitlines())
+
     def keys(self, bucket: str) -> str:
         """The bucket's listing (ListObjectsV2's XML), to see what a cache wrote into it."""
         with urllib.request.urlopen(f"{self.endpoint}/{bucket}?list-type=2", timeout=30) as response:
@@ -79,29 +88,36 @@ class S3Server:
             return text
 
 
+ENV = {"MOTO_ALLOW_NONEXISTENT_REGION": "true"}
+PROC_NAME = "s3-ufs"  # its name among a cluster's recorded processes (``recorded()``)
+
+
+def argv(host: str, port: int) -> list[str]:
+    return [str(server_binary()), "-H", host, "-p", str(port)]
+
+
+def wait_serving(server: S3Server, alive: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(server.endpoint + "/", timeout=2):
+                return
+        except (urllib.error.URLError, OSError):
+            if not alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"moto_server did not start: {server.log.read_text()[-2000:]}") from None
+            time.sleep(0.2)
+
+
 @contextlib.contextmanager
 def serving(host: str, log: Path) -> Iterator[S3Server]:
     """moto's S3 server on ``host`` (a free port) until the block ends; its log in ``log``."""
-    binary = server_binary()
     port = free_port(host)
+    command = argv(host, port)
     with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            [str(binary), "-H", host, "-p", str(port)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "MOTO_ALLOW_NONEXISTENT_REGION": "true"},
-        )
-    server = S3Server(host, port, proc)
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **ENV})
+    server = S3Server(host, port, log)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(server.endpoint + "/", timeout=2):
-                    break
-            except (urllib.error.URLError, OSError):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"moto_server did not start: {log.read_text()[-2000:]}") from None
-                time.sleep(0.2)
+        wait_serving(server, alive=lambda: proc.poll() is None)
         yield server
     finally:
         proc.terminate()
@@ -110,3 +126,16 @@ def serving(host: str, log: Path) -> Iterator[S3Server]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def recorded(cluster: Cluster, host: str) -> S3Server:
+    """moto's S3 server on ``host`` as one of ``cluster``'s processes, which outlives the caller and
+    which ``make down`` stops with the others. Started afresh (a previous one stopped first), so
+    its buckets are what the caller seeds."""
+    state.stop([p for p in cluster.procs if p.name == PROC_NAME])
+    cluster.procs = [p for p in cluster.procs if p.name != PROC_NAME]
+    port = free_port(host)
+    proc = state.start(cluster, PROC_NAME, argv(host, port), env=ENV)
+    server = S3Server(host, port, cluster.logs / f"{PROC_NAME}.log")
+    wait_serving(server, alive=proc.alive)
+    return server
