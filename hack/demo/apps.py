@@ -88,15 +88,16 @@ def curvine_claim(name: str, namespace: str) -> dict[str, Any]:
     }
 
 
-def volume_pod(name: str, namespace: str, claim: str, busybox: str, node: str) -> dict[str, Any]:
-    """A busybox pod on ``node`` with ``claim`` at /data, staying up for ``kubectl exec``."""
+def volume_pod(name: str, namespace: str, claim: str, busybox: str, node: str | None) -> dict[str, Any]:
+    """A busybox pod on ``node`` (None: where the scheduler puts it) with ``claim`` at /data, staying
+    up for ``kubectl exec``."""
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {
             "terminationGracePeriodSeconds": 1,
-            "nodeSelector": {names.LABEL_HOSTNAME: node},
+            **({"nodeSelector": {names.LABEL_HOSTNAME: node}} if node else {}),
             "containers": [
                 {
                     "name": "app",

@@ -1,6 +1,7 @@
 """``make demo``'s FUSE path as Fluid runs it (SPEC §7: the FUSE of a Dataset's PVC is its runtime's
 client): Curvine's own CacheRuntimeClass, Dataset and CacheRuntime (manifests/samples/curvine-fluid/,
-Curvine's files but for the image and this machine's settings), whose master and worker run Curvine's
+Curvine's files but for the image and this machine's settings; the Dataset mounts the demo's S3
+bucket, hack/demo/cacheufs.py, in place of Curvine's own namespace), whose master and worker run Curvine's
 image in Curvine's own layout. Two app pods on two nodes mount the Dataset's PVC: NodeStage labels
 each node ``fluid.io/f-{ns}-{name}``, the runtime's client DaemonSet starts a client pod there
 (Curvine's curvine-fuse at the runtime's target path), and the CSI node binds beneath it. A file
@@ -38,10 +39,15 @@ SYSTEM = "fluid-system"
 FILE = "/data/from-app-a.txt"
 
 
-def apply(k: Cluster, namespace: str) -> None:
+def apply(k: Cluster, namespace: str, mounts: list[dict[str, Any]]) -> None:
+    """Curvine's files, the Dataset's ``mounts`` the demo's UFS (hack/demo/cacheufs.py)."""
     step("FUSE data path as Fluid runs it: Curvine's own CacheRuntimeClass, Dataset and CacheRuntime")
     k.run("apply", "-f", str(CLASS))
-    k.apply(*in_namespace(DATASET, namespace))
+    docs = in_namespace(DATASET, namespace)
+    for doc in docs:
+        if doc["kind"] == "Dataset":
+            doc["spec"]["mounts"] = mounts
+    k.apply(*docs)
     say(
         "Curvine's master waits 35 s for its readiness probe (Curvine's class):"
         " the clientless part runs meanwhile"

@@ -45,7 +45,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from demo import datasetfuse
+from demo import cacheufs, datasetfuse
 from demo.apps import APP, CONFIG_MAP, app_deployment, curvine_claim, master_metrics, sourced, volume_pod
 from demo.narration import (
     REPO,
@@ -78,6 +78,9 @@ NEXT = (
     "kubectl fluid datasets -A",
     "kubectl fluid mounts -o wide",
     f"kubectl exec -n {NS} {LEFT_RUNNING} -- cat /data/hello.txt",
+    f"kubectl get dataset,dataload -n {NS}",
+    f"kubectl exec -n {NS} {cacheufs.READER} -- ls -l /data/{cacheufs.MOUNT}/train",
+    f"kubectl fluid load {cacheufs.NAME} /{cacheufs.MOUNT}/train -n {NS} --wait",
 )
 
 
@@ -411,6 +414,7 @@ def fresh_start(k: Cluster) -> None:
     Dataset's apps and clients, its namespace, then the sample Curvine cluster and StorageClass (the
     namespace's volumes go before their Curvine, so DeleteVolume still finds it)."""
     if k.run("get", "namespace", NS, "--ignore-not-found", "-o", "name", show=False).strip():
+        k.run("delete", "pod", cacheufs.READER, "-n", NS, "--ignore-not-found", "--wait=true", show=False)
         datasetfuse.take_down(k, NS)
         k.run("delete", "namespace", NS, "--wait=true", "--timeout=300s", show=False)
     # A label left by a demo stopped midway (nothing else removes it once the runtime is gone) would
@@ -439,9 +443,11 @@ def main(argv: list[str] | None = None) -> int:
         k = Cluster(state_dir / "kubeconfig", state_dir)
         deploy(k)
         fresh_start(k)
-        datasetfuse.apply(k, NS)
+        s3 = cacheufs.prepare(k, NS)
+        datasetfuse.apply(k, NS, cacheufs.mounts(s3))
         clientless(k)
         datasetfuse.narrate(k, NS)
+        cacheufs.narrate(k, NS, s3)
         curvine(k)
         fuse(k)
     except DemoError as err:

@@ -62,6 +62,23 @@ def network_and_cgroup_traces(records: list[dict[str, Any]]) -> list[str]:
     return left
 
 
+def recorded_processes(state: Path) -> list[tuple[str, int, str]]:
+    """(name, pid, start time) of every process the cluster's state records (moto's S3 server among
+    them, whose command line names no path of the state dir)."""
+    try:
+        listed = json.loads((state / "cluster.json").read_text())["processes"]
+    except (OSError, ValueError, KeyError):
+        return []
+    return [(p["name"], p["pid"], p["start_time"]) for p in listed]
+
+
+def start_time(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except OSError:
+        return None
+
+
 def traces(*roots: str) -> tuple[list[str], list[str]]:
     """Processes whose command line names one of ``roots``, and mount points under them."""
     procs = []
@@ -82,7 +99,7 @@ def left_for_exploring(state: Path, out: str) -> None:
     """The commands the demo ends with, run as a user would after it: each works on what it left."""
     suggested = out[out.index("Everything stays up for you to explore") :].splitlines()[1:]
     commands = [line.strip() for line in suggested if line.strip().startswith("kubectl ")]
-    assert len(commands) == 3, suggested
+    assert len(commands) == 6, suggested
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     env["KUBECONFIG"] = str(state / "kubeconfig")
     # kubectl, and the plugin where kubectl finds it, as an operator has them.
@@ -95,12 +112,15 @@ def left_for_exploring(state: Path, out: str) -> None:
         )
         assert run.returncode == 0, f"{command}: {run.stderr}"
         said[command] = run.stdout
-    datasets, mounts, cat = said.values()
+    datasets, mounts, cat, loads, listed, loaded = said.values()
     assert "fluid-demo" in datasets, datasets
     assert "demo" in datasets, datasets
     assert "curvine-master-0.curvine-master.default.svc:8995" in mounts, mounts
     assert "client:fluid-demo/curvine-demo" in mounts, mounts  # the Dataset's app left running
     assert cat.startswith("written in reader-a at "), cat
+    assert re.search(r"curvine-demo-load-\w+ +curvine-demo +Complete", loads), loads  # the demo's DataLoad
+    assert re.search(r"shard-0\.bin\n.*shard-1\.bin", listed), listed  # S3's files through the PVC
+    assert " complete in " in loaded, loaded  # a DataLoad of a path, run on what the demo left
 
 
 @pytest.mark.skipif(shutil.which("go") is None, reason="make demo builds the local control plane: needs Go")
@@ -134,12 +154,25 @@ def test_make_demo_twice_then_make_down_leaves_nothing(tmp_path: Path) -> None:
             assert re.search(r"put on real-node-\d, got on real-node-\d, held in the worker's memory", out), (
                 out[-3000:]
             )
+            # Issue 31: S3 as the Dataset's UFS, cache placement, a DataLoad, a read the cache serves.
+            assert re.search(r"the webhook added a preference for fluid\.io/s-fluid-demo-curvine-demo; the "
+                             r"scheduler chose real-node-\d", out), out[-3000:]  # fmt: skip
+            cold, loaded = out.split("A cold read of")[1].split("A read of")
+            gets = r"S3 answered [1-9]\d* GET\(s\) of s3://fluid-ufs/data/train/shard-0.bin"
+            assert re.search(gets, cold), cold
+            assert "S3 answered 0 GET(s) of s3://fluid-ufs/data/train/shard-1.bin" in loaded, loaded
+            assert re.search(r"curvine-demo-load-\w+ +Executing", out), out[-3000:]  # its progress
+            assert "100.0%" in out.split("a DataLoad of the whole Dataset")[1], out[-3000:]
             left_for_exploring(state, out)
             records = records or node_records(state)
         assert len(records) == 3, f"make demo started {len(records)} real node(s), not 3"
     finally:
+        recorded = recorded_processes(state)
         down = make("down", state, timeout=120)
     assert down.returncode == 0, down.stderr
+    assert "s3-ufs" in [name for name, _, _ in recorded], recorded  # the demo's S3, a recorded process
+    alive = [(name, pid) for name, pid, started in recorded if start_time(pid) == started]
+    assert alive == [], f"recorded processes still running after make down: {alive}"
     procs, mounts = traces(str(state), *(r["dir"] for r in records))
     assert procs == [], f"still running after make down: {procs}"
     assert mounts == [], f"still mounted after make down: {mounts}"
