@@ -21,11 +21,13 @@ from kubectl_fluid.api import names
 Json = dict[str, Any]
 
 
-def build_cronjob(job: Json, schedule: str) -> Json:
-    """The CronJob that makes ``job`` (``job.py: build_job()``'s) on ``schedule``."""
+def build_cronjob(job: Json, schedule: str, dataload: str) -> Json:
+    """The CronJob that makes ``job`` (``job.py: build_job()``'s for DataLoad ``dataload``) on
+    ``schedule``."""
     meta = copy.deepcopy(job["metadata"])
     labels = dict(meta["labels"])
     meta["labels"] = {**labels, names.LABEL_DATALOAD_ROLE: names.DATALOAD_CRONJOB_ROLE}
+    meta["name"] = names.dataload_cronjob(dataload)
     return {
         "apiVersion": "batch/v1",
         "kind": "CronJob",

@@ -269,7 +269,9 @@ def _executing(view: View, obj: Json, out: Plan) -> bool:
     """Steps of a running DataLoad; True when it ends in this pass."""
     name = obj["metadata"]["name"]
     cron = _is_cron(obj)
-    made = (view.cronjobs if cron else view.jobs).get(names.dataload_job(name))
+    made = (
+        view.cronjobs.get(names.dataload_cronjob(name)) if cron else view.jobs.get(names.dataload_job(name))
+    )
     if made is None:
         if view.runtime is None or view.runtime_class is None:
             out.steps.append(
@@ -285,7 +287,7 @@ def _executing(view: View, obj: Json, out: Plan) -> bool:
             out.steps.append(_failed(view, obj, e.reason, str(e)))
             return True
         schedule = str((obj.get("spec") or {}).get("schedule") or "")
-        out.steps.append(CreateJob(build_cronjob(built, schedule) if cron else built))
+        out.steps.append(CreateJob(build_cronjob(built, schedule, name) if cron else built))
         return False
     job = current_job(made, list(view.jobs.values())) if cron else made
     ended = _job_end(job) if job is not None else None
@@ -383,7 +385,7 @@ def _cron_again(view: View, obj: Json, out: Plan) -> None:
     """A Cron DataLoad that ended: Pending again (to take the lock) once its CronJob's next Job runs;
     its schedule times kept current meanwhile."""
     name = obj["metadata"]["name"]
-    cronjob = view.cronjobs.get(names.dataload_job(name))
+    cronjob = view.cronjobs.get(names.dataload_cronjob(name))
     if cronjob is None:
         return
     status = {**(obj.get("status") or {}), **schedule_times(cronjob)}

@@ -279,13 +279,14 @@ def _sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def fit_63(text: str) -> str:
-    """``text`` if it fits a DNS label / label value / label-key name part, else a stable shortening
-    that keeps a readable prefix and a hash of the whole, so distinct inputs stay distinct."""
-    if len(text) <= DNS_LABEL_MAX:
+def fit_63(text: str, limit: int = DNS_LABEL_MAX) -> str:
+    """``text`` if it fits a DNS label / label value / label-key name part (or ``limit``), else a
+    stable shortening that keeps a readable prefix and a hash of the whole, so distinct inputs stay
+    distinct."""
+    if len(text) <= limit:
         return text
     digest = _sha256_hex(text)[:8]
-    return f"{text[: DNS_LABEL_MAX - 9].rstrip('-._')}-{digest}"
+    return f"{text[: limit - 9].rstrip('-._')}-{digest}"
 
 
 def dns_label(text: str) -> str:
@@ -686,6 +687,15 @@ def dataload_job(dataload: str) -> str:
 
 # A Cron DataLoad's CronJob carries role dataload-cronjob (upstream's chart); its Jobs the Job's labels.
 DATALOAD_CRONJOB_ROLE: Final = "dataload-cronjob"
+# The API server refuses a longer CronJob name: it names its Jobs with an 11-character suffix.
+CRONJOB_NAME_MAX: Final = 52
+
+
+def dataload_cronjob(dataload: str) -> str:
+    """A Cron DataLoad's CronJob: the Job's name (upstream's), shortened to what a CronJob may be."""
+    return fit_63(f"{dataload_release(dataload)}-job", CRONJOB_NAME_MAX)
+
+
 POLICY_CRON: Final = "Cron"
 DURATION_RUNNING_AGAIN: Final = "-"  # upstream's duration of a Cron DataLoad whose next Job runs
 

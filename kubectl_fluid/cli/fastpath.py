@@ -87,7 +87,8 @@ def _settled(dataset: str, levels: list[dict[str, str]], env: bool) -> ConfigSho
     kubeconfig = pick("kubeconfig")
     # click converts each level's value, not only the one that wins: a directory at any level is
     # its error, in its words.
-    if (fmt is not None and fmt not in FORMATS) or any(os.path.isdir(f.get("kubeconfig", "")) for f in levels):
+    directory = any(os.path.isdir(found.get("kubeconfig", "")) for found in levels)
+    if (fmt is not None and fmt not in FORMATS) or directory:
         return None
     try:
         # click checks each level's value, not only the one that wins.

@@ -115,3 +115,13 @@ def test_controller_child_names() -> None:
     assert names.service_host("svc-ds1-master", "team-a") == "svc-ds1-master.team-a.svc"
     assert names.dataset_volume_handle("team-a", "ds1") == "team-a-ds1"
     assert names.dataset_curvine_path("team-a", "ds1") == "/team-a/ds1"
+
+
+@given(st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=253))
+def test_a_cron_dataloads_cronjob_name_fits_and_stays_distinct(name: str) -> None:
+    cron = names.dataload_cronjob(name)
+    assert len(cron) <= names.CRONJOB_NAME_MAX
+    assert cron == names.dataload_cronjob(name)
+    if len(names.dataload_job(name)) <= names.CRONJOB_NAME_MAX:
+        assert cron == names.dataload_job(name)  # upstream's name whenever it fits
+    assert names.dataload_cronjob(name + "x") != cron

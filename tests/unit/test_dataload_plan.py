@@ -277,6 +277,19 @@ def test_a_cron_dataload_gets_upstreams_cronjob_with_the_job_as_its_template() -
     assert made["metadata"]["ownerReferences"][0]["kind"] == "DataLoad"
 
 
+def test_a_long_named_cron_dataloads_cronjob_is_named_as_the_api_server_allows() -> None:
+    name = "nightly-warmup-of-the-imagenet-training-shards"  # 46: its Job's name would be 57
+    (create,) = plan(view(dl(name, "Executing", **CRON), holder=name)).steps
+    assert isinstance(create, CreateJob)
+    cron_name = create.job["metadata"]["name"]
+    assert len(cron_name) <= 52 < len(names.dataload_job(name))
+    assert cron_name == names.dataload_cronjob(name)
+    assert cron_name.startswith("nightly-warmup-of-the-imagenet")
+    # Made, it is followed under that name (no second one created).
+    cj = {**cronjob(name), "metadata": {"name": cron_name, "uid": "cj-long"}}
+    assert plan(with_cron(view(dl(name, "Executing", **CRON), holder=name), cj)).steps == []
+
+
 def test_a_cron_dataload_follows_its_newest_job_and_runs_again() -> None:
     cj = cronjob("a", scheduled="2026-12-05T01:05:00Z")
     running = cron_job("a", "2026-12-05T01:05:01Z")
