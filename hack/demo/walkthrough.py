@@ -16,6 +16,10 @@ on real nodes as a user runs them.
    Dataset's PVC, each node gets the label and the runtime's client pod (Curvine's curvine-fuse), a
    file crosses nodes; the label and clients stay after the apps (OnRuntimeDeleted); a pod is left
    running. Applied before the clientless part, whose minute covers the master's 35 s probe delay.
+   Its Dataset mounts a real S3 bucket (hack/demo/cacheufs.py: moto's server on this host, seeded
+   first); after the part above, the cache does its job: the UFS mounted and sized, a pod steered to
+   the worker's node, a cold read from S3, ``kubectl fluid load`` with its progress, a read after it
+   that S3 never sees.
 3. The CSI driver's own FUSE, for a StorageClass's volumes (Curvine's own CSI contract): the sample
    Curvine cluster (a master and a worker, real pods from Curvine's image), then a PVC of the sample
    ``curvine`` StorageClass (csi-provisioner → CreateVolume, a directory made in that Curvine)
