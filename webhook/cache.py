@@ -7,7 +7,9 @@ before its first pod can reach us through the API before it reaches us through t
 StorageClasses and PVs are never fetched: every pod of the cluster that mounts a claim reaches the
 webhook (its propagation entry), and a GET for each would cost the API server a round trip per pod.
 Claims and PVs are held trimmed to the fields read (``_trim_claim``, ``_trim_pv``): a few hundred bytes
-each, where the objects are kilobytes, as every claim and PV of the cluster is held.
+each, where the objects are kilobytes, as every claim and PV of the cluster is held. Runtime config
+ConfigMaps are held as their keys only (``_trim_configmap``): admission asks which files a ConfigMap
+has, never what they say.
 
 What a GET finds belongs to the admission that asked: ``prefetch`` returns it in a view of its own,
 dropped with the admission. No store of found objects is shared between admissions, so none has to be
@@ -95,7 +97,10 @@ class ClusterLookup:
         self.datasets = WatchCache(api, resources.DATASETS)
         self.runtimes = WatchCache(api, resources.CACHERUNTIMES)
         self.configmaps = WatchCache(
-            api, resources.CONFIGMAPS, label_selector=f"{names.LABEL_APP_MANAGED_BY}={names.MANAGED_BY}"
+            api,
+            resources.CONFIGMAPS,
+            label_selector=f"{names.LABEL_APP_MANAGED_BY}={names.MANAGED_BY}",
+            trim=_trim_configmap,
         )
         self.pvcs = WatchCache(api, resources.PERSISTENT_VOLUME_CLAIMS, trim=_trim_claim)
         self.storage_classes = WatchCache(api, resources.STORAGE_CLASSES)
@@ -288,6 +293,16 @@ def _trim_claim(pvc: Obj) -> None:
     _keep(pvc, "metadata", ("name", "namespace", "uid", "resourceVersion", "labels", "deletionTimestamp"))
     _keep(pvc, "spec", ("storageClassName", "volumeName"))
     pvc.pop("status", None)
+
+
+def _trim_configmap(configmap: Obj) -> None:
+    """What admission reads of a runtime config ConfigMap: which keys it has (runtime.sh, and
+    runtime-scoped.sh), never their values, which are most of its bytes."""
+    _keep(configmap, "metadata", ("name", "namespace", "uid", "resourceVersion", "labels"))
+    for section in ("data", "binaryData"):
+        held = configmap.get(section)
+        if isinstance(held, dict):
+            configmap[section] = dict.fromkeys(held, "")
 
 
 def _trim_pv(pv: Obj) -> None:

@@ -1,4 +1,5 @@
-"""The runtime config ConfigMap: runtime.json and runtime.sh rendered from one config (SPEC §2, §3)."""
+"""The runtime config ConfigMap: runtime.json, runtime.sh and runtime-scoped.sh rendered from one config
+(SPEC §2, §3, §7)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 from controller.desired.labels import common_labels, namespaced_metadata
 from controller.desired.scope import Scope
 from kubectl_fluid.api import names
-from kubectl_fluid.runtimeconfig import render_json, render_sh
+from kubectl_fluid.runtimeconfig import render_json, render_scoped_sh, render_sh
 
 
 def runtime_config_configmap(scope: Scope) -> dict[str, Any]:
@@ -20,5 +21,6 @@ def runtime_config_configmap(scope: Scope) -> dict[str, Any]:
         "data": {
             names.RUNTIME_JSON_KEY: render_json(scope.config),
             names.RUNTIME_SH_KEY: render_sh(scope.config),
+            names.RUNTIME_SCOPED_SH_KEY: render_scoped_sh(scope.config, scope.name),
         },
     }

@@ -7,6 +7,13 @@ in ``FLUID_RUNTIME_CONFIG_PATH_{DS}``; the pod's command sources it and runs thi
     sh -c '. "$FLUID_RUNTIME_CONFIG_PATH_DEMO" && exec python mooncake_app.py put KEY VALUE'
     sh -c '. "$FLUID_RUNTIME_CONFIG_PATH_DEMO" && exec python mooncake_app.py get KEY'
 
+Several datasets in one process: runtime.sh's names are the same for every dataset, so each
+dataset's ``runtime-scoped.sh`` is sourced instead, whose names carry it (``FLUID_DEMO_MASTER_NAME``);
+``copy`` gets KEY from one dataset's store and puts it into the other's, two clients in one process:
+
+    sh -c '. "$FLUID_SCOPED_CONFIG_PATH_DEMO" && . "$FLUID_SCOPED_CONFIG_PATH_DEMO2" &&
+           exec python mooncake_app.py copy KEY demo demo2'
+
 From those shell variables it builds its Mooncake client (``connection_from_env``):
 - master: ``{MASTER_NAME}-0.{MASTER_SERVICE_NAME}:{rpc_port}`` — pod 0 of the master StatefulSet through
   its headless Service, on the ``rpc_port`` of ``MASTER_OPTIONS`` (the port the master listens on);
@@ -33,7 +40,7 @@ from typing import Any
 
 # Largest value this client can put or get: Mooncake stages every value in this buffer.
 LOCAL_BUFFER_SIZE = 16 << 20
-USAGE = "usage: mooncake_app.py put KEY VALUE | get KEY"
+USAGE = "usage: mooncake_app.py put KEY VALUE | get KEY | copy KEY FROM_DATASET TO_DATASET"
 
 
 class ConfigError(Exception):
@@ -72,22 +79,35 @@ def _options(env: Mapping[str, str], name: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in options.items()}
 
 
-def connection_from_env(env: Mapping[str, str], local_hostname: str) -> Connection:
-    """The Mooncake client configuration that the runtime.sh variables in ``env`` describe."""
-    if "MASTER_ENABLED" not in env:
-        raise ConfigError(
-            "runtime.sh is not sourced: run me as "
-            "sh -c '. \"$FLUID_RUNTIME_CONFIG_PATH_<DATASET>\" && exec python mooncake_app.py …'"
+def scoped_prefix(dataset: str) -> str:
+    """What a dataset's runtime-scoped.sh puts before each of runtime.sh's names: ``FLUID_{DS}_``,
+    the name upper-cased with ``-`` and ``.`` as ``_`` (kubectl-fluid's README)."""
+    return "FLUID_" + dataset.upper().replace("-", "_").replace(".", "_") + "_"
+
+
+def connection_from_env(env: Mapping[str, str], local_hostname: str, prefix: str = "") -> Connection:
+    """The Mooncake client configuration that the runtime.sh variables in ``env`` describe (each
+    name after ``prefix``: a dataset's ``scoped_prefix()`` for its runtime-scoped.sh)."""
+    if prefix + "MASTER_ENABLED" not in env:
+        which, source = (
+            ("runtime.sh", '"$FLUID_RUNTIME_CONFIG_PATH_<DATASET>"')
+            if not prefix
+            else (f"runtime-scoped.sh ({prefix}*)", '"$FLUID_SCOPED_CONFIG_PATH_<DATASET>"')
         )
-    if env["MASTER_ENABLED"] != "true":
-        raise ConfigError("the dataset's runtime has no master (MASTER_ENABLED is not 'true')")
-    master = _options(env, "MASTER_OPTIONS")
-    worker = _options(env, "WORKER_OPTIONS")
+        raise ConfigError(
+            f"{which} is not sourced: run me as sh -c '. {source} && exec python mooncake_app.py …'"
+        )
+    if env[prefix + "MASTER_ENABLED"] != "true":
+        raise ConfigError(f"the dataset's runtime has no master ({prefix}MASTER_ENABLED is not 'true')")
+    master = _options(env, prefix + "MASTER_OPTIONS")
+    worker = _options(env, prefix + "WORKER_OPTIONS")
     port = master.get("rpc_port", "")
     if not port.isdigit():
-        raise ConfigError(f"MASTER_OPTIONS has no numeric rpc_port: {env.get('MASTER_OPTIONS')!r}")
+        raise ConfigError(
+            f"{prefix}MASTER_OPTIONS has no numeric rpc_port: {env.get(prefix + 'MASTER_OPTIONS')!r}"
+        )
     return Connection(
-        master_server_addr=f"{env['MASTER_NAME']}-0.{env['MASTER_SERVICE_NAME']}:{port}",
+        master_server_addr=f"{env[prefix + 'MASTER_NAME']}-0.{env[prefix + 'MASTER_SERVICE_NAME']}:{port}",
         metadata_server=worker.get("metadata_server", "P2PHANDSHAKE"),
         protocol=worker.get("protocol", "tcp"),
         local_hostname=local_hostname,
@@ -127,19 +147,8 @@ def get(store: Any, key: str) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not ((len(args) == 3 and args[0] == "put") or (len(args) == 2 and args[0] == "get")):
-        print(USAGE, file=sys.stderr)
-        return 2
-    try:
-        conn = connection_from_env(os.environ, own_address())
-    except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    # Fail within seconds when the master is unreachable, not after Mooncake's default 20 retries
-    # of ~4.5 s; an operator who wants more patience sets the variable in the pod spec.
-    os.environ.setdefault("MC_STORE_CLIENT_SETUP_RETRIES", "3")
+def connect(conn: Connection) -> Any:
+    """A Mooncake client of ``conn``'s master; None (after saying why) when setup fails."""
     from mooncake.store import MooncakeDistributedStore
 
     store = MooncakeDistributedStore()
@@ -149,9 +158,56 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(
             f"error: Mooncake setup against master {conn.master_server_addr} failed: rc={rc}", file=sys.stderr
         )
-        return 1
+        return None
     elapsed = time.monotonic() - t0
     log(f"connected to master {conn.master_server_addr} as {conn.local_hostname} in {elapsed:.3f}s")
+    return store
+
+
+def copy(key: str, source: Connection, target: Connection) -> int:
+    """KEY got from one dataset's store and put into the other's, by two clients of this process."""
+    stores = [connect(source), connect(target)]
+    try:
+        if None in stores:
+            return 1
+        if stores[0].is_exist(key) != 1:
+            print(f"error: key {key!r} not found at {source.master_server_addr}", file=sys.stderr)
+            return 1
+        value: bytes = stores[0].get(key)
+        if put(stores[1], key, value) != 0:
+            return 1
+        log(f"copied {key!r} from {source.master_server_addr} to {target.master_server_addr}")
+        return 0
+    finally:
+        for store in stores:
+            if store is not None:
+                store.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    shapes = {"put": 3, "get": 2, "copy": 4}
+    if not args or shapes.get(args[0]) != len(args):
+        print(USAGE, file=sys.stderr)
+        return 2
+    try:
+        if args[0] == "copy":
+            source, target = (
+                connection_from_env(os.environ, own_address(), scoped_prefix(d)) for d in args[2:]
+            )
+        else:
+            conn = connection_from_env(os.environ, own_address())
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    # Fail within seconds when the master is unreachable, not after Mooncake's default 20 retries
+    # of ~4.5 s; an operator who wants more patience sets the variable in the pod spec.
+    os.environ.setdefault("MC_STORE_CLIENT_SETUP_RETRIES", "3")
+    if args[0] == "copy":
+        return copy(args[1], source, target)
+    store = connect(conn)
+    if store is None:
+        return 1
     try:
         return put(store, args[1], args[2].encode()) if args[0] == "put" else get(store, args[1])
     finally:

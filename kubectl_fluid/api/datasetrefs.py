@@ -75,7 +75,19 @@ def configmap_problem(dataset: str, configmap: Mapping[str, Any] | None) -> str 
     not_ready = f'runtime config for dataset "{dataset}" is not ready: ConfigMap {name}'
     if configmap is None:
         return f"{not_ready} not found"
-    key = names.RUNTIME_SH_KEY
-    if key not in (configmap.get("data") or {}) and key not in (configmap.get("binaryData") or {}):
-        return f"{not_ready} has no key {key}"
+    if not has_key(configmap, names.RUNTIME_SH_KEY):
+        return f"{not_ready} has no key {names.RUNTIME_SH_KEY}"
     return None
+
+
+def has_key(configmap: Mapping[str, Any] | None, key: str) -> bool:
+    """Whether the ConfigMap holds ``key``, in ``data`` or ``binaryData`` (a mounted ConfigMap
+    projects both as files)."""
+    configmap = configmap or {}
+    return key in (configmap.get("data") or {}) or key in (configmap.get("binaryData") or {})
+
+
+def has_scoped_form(configmap: Mapping[str, Any] | None) -> bool:
+    """Whether a runtime config ConfigMap carries runtime-scoped.sh: one written before the
+    controller made it has only runtime.sh, and nothing may point a pod at a file that is not there."""
+    return has_key(configmap, names.RUNTIME_SCOPED_SH_KEY)

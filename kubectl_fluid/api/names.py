@@ -80,6 +80,9 @@ CA_KEY_FILE: Final = "ca.key"
 RUNTIME_CONFIG_PREFIX: Final = "fluid-runtime-config-"
 RUNTIME_JSON_KEY: Final = "runtime.json"
 RUNTIME_SH_KEY: Final = "runtime.sh"
+# runtime.sh's values under names that carry the dataset (FLUID_DS1_MASTER_NAME), so the configs of
+# several datasets compose in one shell; runtime.sh itself stays upstream's, byte for byte (SPEC §7).
+RUNTIME_SCOPED_SH_KEY: Final = "runtime-scoped.sh"
 # The ConfigMap (and the pod volume named after it) must be a DNS label, so the prefix eats into
 # the 63 characters a Dataset name may use. The CRD enforces this with a CEL rule.
 MAX_DATASET_NAME_LENGTH: Final = DNS_LABEL_MAX - len(RUNTIME_CONFIG_PREFIX)
@@ -102,6 +105,7 @@ DATASET_NAME_NOT_DNS_1035_MESSAGE: Final = (
 # Application pods (one directory per dataset, so several datasets never collide).
 POD_CONFIG_ROOT: Final = "/etc/fluid/config"
 RUNTIME_CONFIG_PATH_ENV_PREFIX: Final = "FLUID_RUNTIME_CONFIG_PATH_"
+SCOPED_CONFIG_PATH_ENV_PREFIX: Final = "FLUID_SCOPED_CONFIG_PATH_"
 
 # Cache component pods (master/worker/client of one dataset) see the ConfigMap at the root itself.
 COMPONENT_CONFIG_DIR: Final = POD_CONFIG_ROOT
@@ -317,13 +321,33 @@ def pod_runtime_sh_path(dataset: str) -> str:
     return f"{pod_config_dir(dataset)}{RUNTIME_SH_KEY}"
 
 
+def shell_safe(dataset: str) -> str:
+    """A dataset's name as part of a shell variable name: upper case, ``-`` and ``.`` as ``_``."""
+    return dataset.upper().replace("-", "_").replace(".", "_")
+
+
 def runtime_config_env_names(dataset: str) -> tuple[str, ...]:
     """Env names pointing an application at a dataset's runtime.sh: the verbatim name (SPEC asks for
     it) and, when it differs, a shell-safe upper-case one, because ``ds-1`` makes the verbatim name
     unusable as ``$VAR`` in a shell."""
     verbatim = f"{RUNTIME_CONFIG_PATH_ENV_PREFIX}{dataset}"
-    safe = f"{RUNTIME_CONFIG_PATH_ENV_PREFIX}{dataset.upper().replace('-', '_').replace('.', '_')}"
+    safe = f"{RUNTIME_CONFIG_PATH_ENV_PREFIX}{shell_safe(dataset)}"
     return (verbatim,) if safe == verbatim else (verbatim, safe)
+
+
+def pod_runtime_scoped_sh_path(dataset: str) -> str:
+    return f"{pod_config_dir(dataset)}{RUNTIME_SCOPED_SH_KEY}"
+
+
+def scoped_config_env_name(dataset: str) -> str:
+    """The env name pointing an application at a dataset's runtime-scoped.sh (shell-safe only: it
+    exists to be sourced)."""
+    return f"{SCOPED_CONFIG_PATH_ENV_PREFIX}{shell_safe(dataset)}"
+
+
+def scoped_variable_prefix(dataset: str) -> str:
+    """What runtime-scoped.sh puts before each of runtime.sh's names: ``FLUID_{DS}_``."""
+    return f"FLUID_{shell_safe(dataset)}_"
 
 
 def dataset_name_error(name: str) -> str | None:

@@ -19,7 +19,7 @@ def config(**_: object) -> None:
     """Show datasets' runtime config.
 
     The runtime config of a dataset is what fluid-controller renders into its ConfigMap
-    (fluid-runtime-config-DATASET): runtime.sh and runtime.json.
+    (fluid-runtime-config-DATASET): runtime.sh, runtime.json and runtime-scoped.sh.
     """
 
 
@@ -28,6 +28,7 @@ Examples:
   kubectl fluid config show ds1
   kubectl fluid config show ds1 --format json
   kubectl fluid config show ds1 --env
+  kubectl fluid config show ds1 --format scoped   # names carry the dataset: FLUID_DS1_MASTER_NAME
 """
 
 
@@ -36,8 +37,9 @@ Examples:
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["sh", "json"]),
-    help="sh: runtime.sh exactly as stored (default); json: runtime.json, pretty-printed.",
+    type=click.Choice(["sh", "json", "scoped"]),
+    help="sh: runtime.sh exactly as stored (default); json: runtime.json, pretty-printed; scoped: "
+    "runtime-scoped.sh, runtime.sh's values under names that carry the dataset.",
 )
 @click.option("--env", is_flag=True, help="Print the env vars a pod using the dataset gets instead.")
 @kube_command(outputs=("json", "yaml", "name"))
@@ -49,8 +51,11 @@ def show(dataset: str, fmt: str | None, env: bool, settings: Settings) -> None:
 
     runtime.sh is printed byte for byte as the controller stored it in ConfigMap
     fluid-runtime-config-DATASET, which pods labelled fluid.io/inject=true see at
-    /etc/fluid/config/DATASET/runtime.sh. A dataset that does not exist, or whose config is not
-    rendered yet, is an error saying which.
+    /etc/fluid/config/DATASET/runtime.sh. Every name of runtime.sh is the same for every dataset,
+    so to load several datasets' configs into one shell source their runtime-scoped.sh instead
+    ($FLUID_SCOPED_CONFIG_PATH_DS1, then $FLUID_SCOPED_CONFIG_PATH_DS2): the same values, each
+    name prefixed FLUID_{DATASET}_. A dataset that does not exist, or whose config is not rendered
+    yet, is an error saying which.
 
     Needs: get on the Dataset and on ConfigMaps in the namespace (-n, else the context's).
     """

@@ -33,7 +33,7 @@ def show(settings: Settings, dataset: str, fmt: str | None, env: bool) -> str:
     if env:
         from kubectl_fluid.cli.output import dump
 
-        entries = env_entries(dataset)
+        entries = env_entries(dataset, configmap)
         as_data = output or ("json" if fmt == "json" else None)
         return dump(entries, as_data) if as_data else "".join(f"{e['name']}={e['value']}\n" for e in entries)
     if fmt == "json" or output in ("json", "yaml"):
@@ -52,6 +52,14 @@ def show(settings: Settings, dataset: str, fmt: str | None, env: bool) -> str:
             return pretty_json(text)
         except ValueError as e:
             raise CliError(f"{names.RUNTIME_JSON_KEY} of ConfigMap {cm_name} is not JSON: {e}") from None
+    if fmt == "scoped":
+        text = config_text(configmap, names.RUNTIME_SCOPED_SH_KEY)
+        if text is None:
+            raise CliError(
+                f"ConfigMap {cm_name} has no key {names.RUNTIME_SCOPED_SH_KEY}: it was written by a "
+                "fluid-controller older than this plugin, which writes it once it runs this version"
+            )
+        return text
     text = config_text(configmap, names.RUNTIME_SH_KEY)
     if text is None:
         raise CliError(f"ConfigMap {cm_name} has no key {names.RUNTIME_SH_KEY}; is fluid-controller running?")
@@ -78,12 +86,22 @@ def read_configmap(session: Session, dataset: str) -> dict[str, Any]:
     raise CliError(f"{problem}: {what_to_do(problem, ns)}")
 
 
-def env_entries(dataset: str) -> list[dict[str, str]]:
-    """The env vars the webhook gives every app container of a pod using ``dataset`` (SPEC §4)."""
+def env_entries(dataset: str, configmap: dict[str, Any] | None) -> list[dict[str, str]]:
+    """The env vars the webhook gives every app container of a pod using ``dataset`` (SPEC §4), with
+    ``configmap`` its runtime config (which says whether runtime-scoped.sh is there to point at)."""
     from kubectl_fluid.api import names
+    from kubectl_fluid.api.datasetrefs import has_scoped_form
 
     path = names.pod_runtime_sh_path(dataset)
-    return [{"name": name, "value": path} for name in names.runtime_config_env_names(dataset)]
+    entries = [{"name": name, "value": path} for name in names.runtime_config_env_names(dataset)]
+    if has_scoped_form(configmap):
+        entries.append(
+            {
+                "name": names.scoped_config_env_name(dataset),
+                "value": names.pod_runtime_scoped_sh_path(dataset),
+            }
+        )
+    return entries
 
 
 def pretty_json(text: str) -> str:

@@ -36,16 +36,16 @@ def env_string_size(name: str, value: str) -> int:
     return len(name.encode()) + 1 + len(value.encode()) + 1
 
 
-def check_runtime_sh(exports: Sequence[tuple[str, str]], script: str) -> None:
-    """Raise RuntimeConfigTooLarge when one export or the whole script is over its limit."""
+def check_runtime_sh(exports: Sequence[tuple[str, str]], script: str, file: str = "runtime.sh") -> None:
+    """Raise RuntimeConfigTooLarge when one export or the whole script (``file``) is over its limit."""
     for name, value in exports:
         size = env_string_size(name, value)
         if size > MAX_ARG_STRLEN:
             origin = _origin(name, value)
             raise RuntimeConfigTooLarge(
-                f"runtime.sh variable {name} is too long: as an environment string ({name}=…) it is "
+                f"{file} variable {name} is too long: as an environment string ({name}=…) it is "
                 f"{size} bytes, and Linux refuses any single argument or environment string over "
-                f"{MAX_ARG_STRLEN} bytes (MAX_ARG_STRLEN): once runtime.sh is sourced, every program "
+                f"{MAX_ARG_STRLEN} bytes (MAX_ARG_STRLEN): once {file} is sourced, every program "
                 f'the shell starts would fail with "Argument list too long" (E2BIG). '
                 + (f"It comes from {origin}: " if origin else "")
                 + _ADVICE
@@ -58,7 +58,7 @@ def check_runtime_sh(exports: Sequence[tuple[str, str]], script: str) -> None:
             for n, v in largest
         )
         raise RuntimeConfigTooLarge(
-            f"runtime.sh would be {total} bytes, over its limit of {RUNTIME_SH_MAX_BYTES} bytes: "
+            f"{file} would be {total} bytes, over its limit of {RUNTIME_SH_MAX_BYTES} bytes: "
             "sourcing it puts all of it into the environment of every program the shell starts, and "
             "Linux allows arguments and environment together only a quarter of the stack limit "
             "(2 MiB under the usual 8 MiB), shared with the application's own and with the other "

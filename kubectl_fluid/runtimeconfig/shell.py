@@ -53,14 +53,19 @@ def shell_quote(value: str) -> str:
 def render_sh(config: RuntimeConfig) -> str:
     """Raises RuntimeConfigError for a value no shell variable can carry, and RuntimeConfigTooLarge
     when sourcing the script would break the exec of every later program (``limits``)."""
-    exports = flatten(config)
+    return render_exports(flatten(config), HEADER, "runtime.sh")
+
+
+def render_exports(exports: list[Export], header: str, file: str) -> str:
+    """``header`` and one ``export NAME='value'`` line per export, checked as ``render_sh()`` says;
+    ``file`` names the script in an error."""
     lines = []
     for name, value in exports:
         if "\x00" in value:
             raise RuntimeConfigError(f"{name}: a NUL character cannot be carried by a shell variable")
         lines.append(f"export {name}={shell_quote(value)}\n")
-    script = HEADER + "".join(lines)
-    check_runtime_sh(exports, script)
+    script = header + "".join(lines)
+    check_runtime_sh(exports, script, file)
     return script
 
 

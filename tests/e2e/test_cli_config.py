@@ -40,8 +40,12 @@ def test_config_show_prints_exactly_what_the_controller_stored(fl: Fluid, kubeco
 
     env = ok(kubectl_fluid(kubeconfig, "config", "show", "ds1", "-n", fl.ns, "--env"))
     assert env.splitlines() == [
-        f"{name}=/etc/fluid/config/ds1/runtime.sh" for name in names.runtime_config_env_names("ds1")
+        *(f"{name}=/etc/fluid/config/ds1/runtime.sh" for name in names.runtime_config_env_names("ds1")),
+        "FLUID_SCOPED_CONFIG_PATH_DS1=/etc/fluid/config/ds1/runtime-scoped.sh",
     ]
+    scoped = ok(kubectl_fluid(kubeconfig, "config", "show", "ds1", "-n", fl.ns, "--format", "scoped"))
+    assert scoped == data[names.RUNTIME_SCOPED_SH_KEY]
+    assert "export FLUID_DS1_MASTER_NAME=" in scoped
     # The same names and values the webhook really gave a pod.
     stored = create(fl, pod("check", datasets="ds1"))
     given = {e["name"]: e["value"] for e in stored["spec"]["containers"][0]["env"]}

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 import localcluster
 from demo.apps import APP, CONFIG_MAP, app_deployment, master_metrics, sourced
@@ -179,3 +180,89 @@ def test_mooncake_master_worker_and_injected_apps_on_the_real_node(cluster: loca
     assert f"master {MASTER}.{names.component_service(DS, 'master')}" in log, log
     assert in_app(kc, reader_name, f"python /app/mooncake_app.py get {KEY}") == value + "\n"
     print(kubectl(kc, "get", "pods", "-A", "-o", "wide"))
+
+
+DS2 = "demo2"  # a second Dataset of the sample, for one process using both
+
+
+def second_dataset() -> list[dict[str, Any]]:
+    """The Mooncake sample's Dataset and CacheRuntime, named DS2."""
+    docs = [d for d in yaml.safe_load_all((MANIFESTS / "samples" / "dataset-mooncake.yaml").read_text()) if d]
+    for doc in docs:
+        doc["metadata"]["name"] = DS2
+    return docs
+
+
+def test_one_process_uses_two_datasets_through_their_scoped_configs(cluster: localcluster.Cluster) -> None:
+    """SPEC §7, several datasets in one shell: runtime.sh's names are the same for every dataset,
+    so sourcing two leaves the second's; each runtime-scoped.sh carries its dataset in its names, and
+    one Python process gets a key from DS's Mooncake and puts it into DS2's, two clients at once."""
+    kc = cluster.kubeconfig
+    kubectl(
+        kc,
+        "apply",
+        "-f",
+        "-",
+        stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": second_dataset()}),
+    )
+    master2 = eventually(
+        lambda: running_on_the_real_node(kc, f"{DS2}-master-0"), f"pod {DS2}-master-0 Ready", timeout=180
+    )
+    eventually(
+        lambda: running_on_the_real_node(kc, f"{DS2}-worker-0"), f"pod {DS2}-worker-0 Ready", timeout=180
+    )
+    master2_ip = str(master2["status"]["podIP"])
+    eventually(
+        lambda: metrics(master2_ip).get("segment_total_capacity_bytes") == SEGMENT,
+        f"{DS2}'s worker segment mounted at its master",
+        timeout=120,
+    )
+    # A pod of the app's spec that asks for both datasets.
+    template = app_deployment("both", "default", DS, KEY)["spec"]["template"]
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "both",
+            "namespace": "default",
+            "labels": {names.LABEL_INJECT: names.TRUE},
+            "annotations": {names.ANNOTATION_DATASET: f"{DS},{DS2}"},
+        },
+        "spec": template["spec"],
+    }
+    kubectl(kc, "apply", "-f", "-", stdin=json.dumps(pod))
+    eventually(lambda: running_on_the_real_node(kc, "both"), "pod both Ready", timeout=120)
+
+    def in_both(command: str) -> str:
+        return kubectl(kc, "exec", "-n", "default", "both", "-c", "app", "--", "sh", "-c", command)
+
+    env = {
+        line.split("=", 1)[0]: line.split("=", 1)[1] for line in in_both("env").splitlines() if "=" in line
+    }
+    assert env["FLUID_SCOPED_CONFIG_PATH_DEMO"] == f"/etc/fluid/config/{DS}/runtime-scoped.sh"
+    assert env["FLUID_SCOPED_CONFIG_PATH_DEMO2"] == f"/etc/fluid/config/{DS2}/runtime-scoped.sh"
+    # The problem, as a user meets it, then the composing form.
+    plain = in_both(
+        '. "$FLUID_RUNTIME_CONFIG_PATH_DEMO"; . "$FLUID_RUNTIME_CONFIG_PATH_DEMO2"; echo "$MASTER_NAME"'
+    )
+    assert plain.strip() == f"{DS2}-master", plain
+    scoped = in_both(
+        '. "$FLUID_SCOPED_CONFIG_PATH_DEMO"; . "$FLUID_SCOPED_CONFIG_PATH_DEMO2"; '
+        'echo "$FLUID_DEMO_MASTER_NAME $FLUID_DEMO2_MASTER_NAME"'
+    )
+    assert scoped.split() == [f"{DS}-master", f"{DS2}-master"], scoped
+
+    value = f"copied by one process {time.monotonic():.0f}"
+    in_both(f". \"$FLUID_RUNTIME_CONFIG_PATH_DEMO\" && python /app/mooncake_app.py put {KEY} '{value}'")
+    t0 = time.monotonic()
+    out = in_both(
+        '. "$FLUID_SCOPED_CONFIG_PATH_DEMO" && . "$FLUID_SCOPED_CONFIG_PATH_DEMO2" && '
+        f"python /app/mooncake_app.py copy {KEY} {DS} {DS2} 2>&1"
+    )
+    print(f"copy between two datasets' Mooncakes in one process: {time.monotonic() - t0:.1f}s\n{out}")
+    assert f"copied '{KEY}' from {DS}-master-0" in out, out
+    eventually(
+        lambda: metrics(master2_ip).get("master_key_count") == 1, f"the key at {DS2}'s master", timeout=30
+    )
+    got = in_both(f'. "$FLUID_RUNTIME_CONFIG_PATH_DEMO2" && python /app/mooncake_app.py get {KEY}')
+    assert got == value + "\n", got

@@ -308,9 +308,14 @@ def test_selector_matches(selector: dict[str, Any] | None, labels: dict[str, str
 
 
 def test_config_env_and_json_helpers() -> None:
-    assert env_entries("ds-1") == [
+    plain = [
         {"name": "FLUID_RUNTIME_CONFIG_PATH_ds-1", "value": "/etc/fluid/config/ds-1/runtime.sh"},
         {"name": "FLUID_RUNTIME_CONFIG_PATH_DS_1", "value": "/etc/fluid/config/ds-1/runtime.sh"},
+    ]
+    assert env_entries("ds-1", {"data": {"runtime.sh": ""}}) == plain  # a ConfigMap of before
+    assert env_entries("ds-1", {"data": {"runtime.sh": "", "runtime-scoped.sh": ""}}) == [
+        *plain,
+        {"name": "FLUID_SCOPED_CONFIG_PATH_DS_1", "value": "/etc/fluid/config/ds-1/runtime-scoped.sh"},
     ]
     assert pretty_json('{"b":1,"a":"é"}') == '{\n    "b": 1,\n    "a": "é"\n}\n'
 

@@ -10,7 +10,7 @@ import pytest
 
 from controller.desired import Children
 from kubectl_fluid.api import names
-from kubectl_fluid.runtimeconfig import build_runtime_config, render_json, render_sh
+from kubectl_fluid.runtimeconfig import build_runtime_config, render_json, render_scoped_sh, render_sh
 from tests.unit.desired_samples import (
     CLIENTLESS_RUNTIME,
     CURVINE_CLASS,
@@ -184,6 +184,7 @@ def test_configmap_data_is_the_pure_renderers_output(
     assert children.configmap["data"] == {
         "runtime.json": render_json(config),
         "runtime.sh": render_sh(config),
+        "runtime-scoped.sh": render_scoped_sh(config, "ds1"),
     }
     assert children.configmap["metadata"]["name"] == "fluid-runtime-config-ds1"
     assert "app.kubernetes.io/component" not in children.configmap["metadata"]["labels"]

@@ -56,3 +56,29 @@ def test_demo_app_explains_a_missing_or_unusable_runtime_sh() -> None:
     with pytest.raises(mooncake_app.ConfigError, match="no numeric rpc_port"):
         mooncake_app.connection_from_env(env, "x")
     assert mooncake_app.main(["put", "k"]) == 2
+
+
+def test_two_datasets_scoped_forms_give_one_process_both_connections(tmp_path: Path) -> None:
+    """The issue's case: one shell sources two datasets' runtime-scoped.sh and the app reads both."""
+    first = children(master={"options": {"rpc_port": "40051"}}).configmap["data"][names.RUNTIME_SCOPED_SH_KEY]
+    second = children(master={"options": {"rpc_port": "40052"}}).configmap["data"][
+        names.RUNTIME_SCOPED_SH_KEY
+    ]
+    # The sample's Dataset is "demo" in both: the second's names are made demo2's as its controller would.
+    second = (
+        second.replace("FLUID_DEMO_", "FLUID_DEMO2_")
+        .replace("'demo-", "'demo2-")
+        .replace("-demo-", "-demo2-")
+    )
+    env = sourced_env(first + second, tmp_path)
+    source = mooncake_app.connection_from_env(env, "10.0.0.7", mooncake_app.scoped_prefix("demo"))
+    target = mooncake_app.connection_from_env(env, "10.0.0.7", mooncake_app.scoped_prefix("demo2"))
+    assert source.master_server_addr == "demo-master-0.svc-demo-master:40051"
+    assert target.master_server_addr == "demo2-master-0.svc-demo2-master:40052"
+    # The app's rule for the prefix is the product's, for names of every shape.
+    for dataset in ("demo", "ds-1", "a.b", "x9"):
+        assert mooncake_app.scoped_prefix(dataset) == names.scoped_variable_prefix(dataset)
+    with pytest.raises(
+        mooncake_app.ConfigError, match=r"runtime-scoped\.sh \(FLUID_NOPE_\*\) is not sourced"
+    ):
+        mooncake_app.connection_from_env(env, "x", mooncake_app.scoped_prefix("nope"))

@@ -105,6 +105,19 @@ def test_several_datasets_in_sorted_order_and_one_env_name_when_already_shell_sa
     assert [e["name"] for e in work["spec"]["containers"][0]["env"]] == ["FLUID_RUNTIME_CONFIG_PATH_123"]
 
 
+def test_a_configmap_with_the_scoped_form_gets_its_env_var_too() -> None:
+    lookup = StaticLookup(
+        [dataset("ds-1"), runtime_config("ds-1", scoped=True), dataset("ds2"), runtime_config("ds2")]
+    )
+    work, ctx = _inject(injection_pod("ds-1,ds2"), ["ds-1", "ds2"], lookup)
+    env = {e["name"]: e["value"] for e in work["spec"]["containers"][0]["env"]}
+    assert env["FLUID_SCOPED_CONFIG_PATH_DS_1"] == "/etc/fluid/config/ds-1/runtime-scoped.sh"
+    # ds2's ConfigMap was written before the scoped form existed: no variable points at a missing file.
+    assert "FLUID_SCOPED_CONFIG_PATH_DS2" not in env
+    assert env["FLUID_RUNTIME_CONFIG_PATH_DS2"] == "/etc/fluid/config/ds2/runtime.sh"
+    assert ctx.warnings == []
+
+
 def test_existing_entries_are_replaced_not_duplicated() -> None:
     stale_env = {"name": "FLUID_RUNTIME_CONFIG_PATH_ds1", "value": "/old"}
     pod = injection_pod(

@@ -34,10 +34,14 @@ def dataset(name: str, namespace: str = NS) -> dict[str, Any]:
     return {"kind": "Dataset", "metadata": {"namespace": namespace, "name": name}}
 
 
-def runtime_config(name: str, namespace: str = NS, *, runtime_sh: bool = True) -> dict[str, Any]:
+def runtime_config(
+    name: str, namespace: str = NS, *, runtime_sh: bool = True, scoped: bool = False
+) -> dict[str, Any]:
     data = {names.RUNTIME_JSON_KEY: "{}"}
     if runtime_sh:
         data[names.RUNTIME_SH_KEY] = "#!/bin/sh\n"
+    if scoped:
+        data[names.RUNTIME_SCOPED_SH_KEY] = "#!/bin/sh\n"
     return {
         "kind": "ConfigMap",
         "metadata": {"namespace": namespace, "name": names.runtime_config_configmap(name)},

@@ -1,5 +1,6 @@
 """RuntimeConfigInjector (SPEC §4): hand each dataset's runtime config to the application, as a
-read-only ConfigMap volume and env vars pointing at its runtime.sh; no dataset volume, no FUSE.
+read-only ConfigMap volume and env vars pointing at its runtime.sh (and at its runtime-scoped.sh, whose
+names carry the dataset, when the ConfigMap has it); no dataset volume, no FUSE.
 
 Entries the injector owns are replaced, never duplicated, so a second run changes nothing: volumes
 and env vars by name; mounts by volume name *and* by mount path, since the API server refuses two
@@ -69,6 +70,12 @@ class RuntimeConfigInjector:
                 _warn_shared_env_name(ctx, env_owner.get(env_name), dataset, env_name)
                 env_owner[env_name] = dataset
                 env[env_name] = {"name": env_name, "value": runtime_sh}
+            configmap = ctx.lookup.configmap(ctx.namespace, names.runtime_config_configmap(dataset))
+            if datasetrefs.has_scoped_form(configmap):
+                scoped = names.scoped_config_env_name(dataset)
+                _warn_shared_env_name(ctx, env_owner.get(scoped), dataset, scoped)
+                env_owner[scoped] = dataset
+                env[scoped] = {"name": scoped, "value": names.pod_runtime_scoped_sh_path(dataset)}
 
         podedit.merge_named(podedit.volumes_of(pod), volumes, _same_volume)
         for container in list(podedit.app_containers(pod)):
