@@ -2,13 +2,14 @@
 (``charts/fluid-dataloader/cache/templates/cronjob.yaml``, ``CronStatusHandler`` of
 ``pkg/controllers/v1alpha1/dataload/status_handler.go``).
 
-The CronJob, named as the Job of a DataLoad of policy Once would be, has that Job's spec as its
-``jobTemplate`` (so its Jobs carry the loader labels the room watches) and the DataLoad's
-``schedule``. The DataLoad's status follows the newest Job (the first one created at or after the
-CronJob's ``lastScheduleTime``): its end makes the DataLoad ``Complete`` or ``Failed`` (and releases
-the lock, as a Once one does); a new Job running after that makes it ``Pending`` again (duration
-``-``), and it takes the lock again before it is ``Executing``. ``lastScheduleTime`` and
-``lastSuccessfulTime`` are the CronJob's.
+The CronJob, named as the Job of a DataLoad of policy Once would be (shortened with a hash past the
+52 characters a CronJob may have), has that Job's spec as its ``jobTemplate`` (so its Jobs carry the
+loader labels the room watches) and the DataLoad's ``schedule``; both are kept to the DataLoad's
+schedule and to the Dataset's mounts it loads (``plan.py: _follow()``). The DataLoad's status
+follows the newest Job (the first one created at or after the CronJob's ``lastScheduleTime``): its
+end makes the DataLoad ``Complete`` or ``Failed`` (and releases the lock, as a Once one does); a new
+Job running after that makes it ``Pending`` again (duration ``-``), and it takes the lock again
+before it is ``Executing``. ``lastScheduleTime`` and ``lastSuccessfulTime`` are the CronJob's.
 """
 
 from __future__ import annotations

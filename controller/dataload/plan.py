@@ -101,13 +101,22 @@ class CreateJob:
 
 
 @dataclass(frozen=True)
+class UpdateCronJob:
+    """Patch the CronJob ``name`` to ``spec`` (its schedule and Job template): a Cron DataLoad's
+    schedule, or the Dataset's mounts it loads when it names no path, changed since it was made."""
+
+    name: str
+    spec: Json
+
+
+@dataclass(frozen=True)
 class Delete:
     """Delete DataLoad ``name`` (its ttlSecondsAfterFinished has passed)."""
 
     name: str
 
 
-Step = Status | Note | Lock | CreateJob | Delete
+Step = Status | Note | Lock | CreateJob | UpdateCronJob | Delete
 
 
 @dataclass
@@ -232,7 +241,7 @@ def _pending(view: View, obj: Json, holder: str | None, out: Plan) -> str | None
     problem = _problem(view, obj)
     if problem is not None:
         out.steps.append(_failed(view, obj, *problem))
-        return holder
+        return None if holder == name else holder  # ended: a lock it holds is released first
     waiting = _not_ready(view)
     if waiting is None and holder is not None and holder != name:
         waiting = f"DataLoad {holder} is running on Dataset {view.dataset}; this one runs after it"
@@ -279,16 +288,14 @@ def _executing(view: View, obj: Json, out: Plan) -> bool:
             )
             return True
         try:
-            mounts = ((view.dataset_obj or {}).get("spec") or {}).get("mounts")
-            built = build_job(
-                DataLoad.model_validate(obj), view.dataset, view.runtime, view.runtime_class, mounts
-            )
+            built = _built(view, obj)
         except Unsupported as e:
             out.steps.append(_failed(view, obj, e.reason, str(e)))
             return True
-        schedule = str((obj.get("spec") or {}).get("schedule") or "")
-        out.steps.append(CreateJob(build_cronjob(built, schedule, name) if cron else built))
+        out.steps.append(CreateJob(built))
         return False
+    if cron and view.runtime is not None and view.runtime_class is not None:
+        _follow(view, obj, made, out)
     job = current_job(made, list(view.jobs.values())) if cron else made
     ended = _job_end(job) if job is not None else None
     if ended is None:
@@ -315,6 +322,35 @@ def _executing(view: View, obj: Json, out: Plan) -> bool:
     out.steps.append(Status(name, status, event))
     out.summarise = True
     return True
+
+
+def _built(view: View, obj: Json) -> Json:
+    """The DataLoad's Job, or for policy Cron its CronJob, as they should be now."""
+    assert view.runtime is not None
+    assert view.runtime_class is not None
+    mounts = ((view.dataset_obj or {}).get("spec") or {}).get("mounts")
+    built = build_job(DataLoad.model_validate(obj), view.dataset, view.runtime, view.runtime_class, mounts)
+    if not _is_cron(obj):
+        return built
+    return build_cronjob(built, str((obj.get("spec") or {}).get("schedule") or ""), obj["metadata"]["name"])
+
+
+def _follow(view: View, obj: Json, made: Json, out: Plan) -> None:
+    """A Cron DataLoad's CronJob kept to its schedule and its paths (a DataLoad naming none loads
+    the Dataset's mounts as they are now, not as they were when the CronJob was made)."""
+    try:
+        wanted = _built(view, obj)["spec"]
+    except Unsupported:
+        return  # the class changed under it: the running CronJob is left as it is
+    have = made.get("spec") or {}
+    if have.get("schedule") != wanted["schedule"] or _loader_env(have) != _loader_env(wanted):
+        out.steps.append(UpdateCronJob(made["metadata"]["name"], wanted))
+
+
+def _loader_env(cronjob_spec: Json) -> list[Json]:
+    pod = ((cronjob_spec.get("jobTemplate") or {}).get("spec") or {}).get("template") or {}
+    containers = (pod.get("spec") or {}).get("containers") or [{}]
+    return list(containers[0].get("env") or [])
 
 
 def _is_cron(obj: Json) -> bool:

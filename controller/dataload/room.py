@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from controller import metrics
 from controller.compare import merge_patch
 from controller.conditions import now
-from controller.dataload.plan import CreateJob, Delete, Lock, Note, Plan, Status, View, plan
+from controller.dataload.plan import CreateJob, Delete, Lock, Note, Plan, Status, UpdateCronJob, View, plan
 from controller.events import Recorder
 from controller.reconciler import Caches
 from controller.workqueue import WorkQueue, drain
@@ -164,6 +164,8 @@ class DataLoads:
                 log.info("DataLoad %s/%s: %s", key[0], step.name, step.status.get("phase"))
             elif isinstance(step, CreateJob):
                 await self._create_job(step.job)
+            elif isinstance(step, UpdateCronJob):
+                await self._update_cronjob(key[0], step)
             elif isinstance(step, Delete):
                 await self._delete(by_name[step.name])
         return changed
@@ -215,6 +217,19 @@ class DataLoads:
         metrics.WRITES.labels("patch", "datasets/status").inc()
         self.shared.datasets.observe(written)
         log.info("Dataset %s/%s: DataLoad lock %s", view.namespace, view.dataset, holder or "released")
+
+    async def _update_cronjob(self, namespace: str, step: UpdateCronJob) -> None:
+        """A merge patch of the CronJob's schedule and Job template (lists in it are replaced whole)."""
+        written = await http.request(
+            self.api,
+            "PATCH",
+            CRONJOBS.object_path(namespace, step.name),
+            body={"spec": {"schedule": step.spec["schedule"], "jobTemplate": step.spec["jobTemplate"]}},
+            content_type=http.MERGE_PATCH,
+        )
+        metrics.WRITES.labels("patch", CRONJOBS.plural).inc()
+        self.cronjobs.observe(written)
+        log.info("DataLoad CronJob %s/%s follows its DataLoad's schedule and paths", namespace, step.name)
 
     async def _create_job(self, job: dict[str, Any]) -> None:
         """Create a loader Job, or a Cron DataLoad's CronJob."""

@@ -56,8 +56,9 @@ def show(settings: Settings, dataset: str, fmt: str | None, env: bool) -> str:
         text = config_text(configmap, names.RUNTIME_SCOPED_SH_KEY)
         if text is None:
             raise CliError(
-                f"ConfigMap {cm_name} has no key {names.RUNTIME_SCOPED_SH_KEY}: it was written by a "
-                "fluid-controller older than this plugin, which writes it once it runs this version"
+                f"ConfigMap {cm_name} has no key {names.RUNTIME_SCOPED_SH_KEY}: the controller leaves it out "
+                "when its longer names would break runtime.sh's size limits (source runtime.sh alone), or "
+                "a fluid-controller older than this plugin wrote the ConfigMap"
             )
         return text
     text = config_text(configmap, names.RUNTIME_SH_KEY)

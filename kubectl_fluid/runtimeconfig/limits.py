@@ -9,8 +9,9 @@ refused at render time instead, with the variable, the field it came from and th
 - The whole script: 256 KiB. The kernel allows arguments and environment together a quarter of the
   stack limit (2 MiB under the usual 8 MiB), and that room is shared with the application's own
   argv and env and with the runtime.sh of every other dataset the pod sources (a pod may use many).
-  The ConfigMap holding runtime.sh also holds runtime.json with the same values, and a ConfigMap is
-  limited to 1 MiB in all. The script's size bounds what it adds to the environment: each export
+  The ConfigMap holding runtime.sh also holds runtime.json with the same values, and
+  runtime-scoped.sh (the same exports under longer names, held to the same limits or left out), and a
+  ConfigMap is limited to 1 MiB in all. The script's size bounds what it adds to the environment: each export
   line is longer than its ``NAME=value`` string plus NUL.
 """
 

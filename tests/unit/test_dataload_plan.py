@@ -18,6 +18,7 @@ from controller.dataload.plan import (
     Lock,
     Note,
     Status,
+    UpdateCronJob,
     View,
     go_duration,
     plan,
@@ -246,8 +247,12 @@ CRON = {"policy": "Cron", "schedule": "*/5 * * * *"}
 
 
 def cronjob(name: str, scheduled: str | None = None, succeeded: str | None = None) -> dict[str, Any]:
+    """The CronJob of Cron DataLoad ``name`` (of CRON, on ds1 without mounts) as the plan made it."""
     status = {k: v for k, v in (("lastScheduleTime", scheduled), ("lastSuccessfulTime", succeeded)) if v}
-    return {"metadata": {"name": names.dataload_job(name), "uid": f"cj-{name}"}, "status": status}
+    (create,) = plan(view(dl(name, "Executing", **CRON), holder=name)).steps
+    assert isinstance(create, CreateJob)
+    meta = {"name": create.job["metadata"]["name"], "uid": f"cj-{name}"}
+    return {"metadata": meta, "spec": create.job["spec"], "status": status}
 
 
 def cron_job(name: str, created: str, condition: str | None = None) -> dict[str, Any]:
@@ -286,8 +291,38 @@ def test_a_long_named_cron_dataloads_cronjob_is_named_as_the_api_server_allows()
     assert cron_name == names.dataload_cronjob(name)
     assert cron_name.startswith("nightly-warmup-of-the-imagenet")
     # Made, it is followed under that name (no second one created).
-    cj = {**cronjob(name), "metadata": {"name": cron_name, "uid": "cj-long"}}
+    cj = cronjob(name)
+    assert cj["metadata"]["name"] == cron_name
     assert plan(with_cron(view(dl(name, "Executing", **CRON), holder=name), cj)).steps == []
+
+
+def test_a_cron_dataloads_cronjob_follows_its_schedule_and_the_datasets_mounts() -> None:
+    cj = cronjob("a")
+    base = view(dl("a", "Executing", **CRON), holder="a")
+    assert plan(with_cron(base, cj)).steps == []  # as made: nothing to do
+    assert base.dataset_obj is not None
+    mounted = {**base.dataset_obj, "spec": {"mounts": [{"name": "s3data", "mountPoint": "s3://b/d"}]}}
+    (update,) = plan(with_cron(replace(base, dataset_obj=mounted), cj)).steps
+    assert isinstance(update, UpdateCronJob)
+    assert update.name == "a-loader-job"
+    env = update.spec["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "FLUID_DATALOAD_DATA_PATH", "value": "/s3data"} in env  # the mount added since
+    rescheduled = dl("a", "Executing", policy="Cron", schedule="0 * * * *")
+    (update,) = plan(with_cron(replace(base, dataloads=[rescheduled]), cj)).steps
+    assert isinstance(update, UpdateCronJob)
+    assert update.spec["schedule"] == "0 * * * *"
+    # A DataLoad that names its paths does not follow the mounts.
+    named = dl("a", "Executing", target=[{"path": "/x"}], **CRON)
+    cj_named = {**cj, "spec": plan(replace(base, dataloads=[named])).steps[0].job["spec"]}  # type: ignore[union-attr]
+    assert plan(with_cron(replace(base, dataloads=[named], dataset_obj=mounted), cj_named)).steps == []
+
+
+def test_a_pending_dataload_that_fails_while_holding_the_lock_releases_it_first() -> None:
+    # Its Lock written, its Executing status not (a failed write), then its class lost the spec.
+    (release, failed) = plan(view(dl("a", "Pending"), holder="a", specs=())).steps
+    assert release == Lock(None)
+    assert isinstance(failed, Status)
+    assert failed.status["phase"] == "Failed"
 
 
 def test_a_cron_dataload_follows_its_newest_job_and_runs_again() -> None:

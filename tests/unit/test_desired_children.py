@@ -220,3 +220,22 @@ def test_two_builds_are_byte_identical(runtime: dict[str, Any], runtime_class: d
         return json.dumps([*children.namespaced(), children.pv], sort_keys=True)
 
     assert dump(build(DATASET, runtime, runtime_class)) == dump(build(DATASET, runtime, runtime_class))
+
+
+def test_a_config_whose_scoped_form_is_over_the_limits_keeps_its_runtime_sh() -> None:
+    """runtime-scoped.sh's names are longer: a config that only just fits runtime.sh's limits gets
+    its ConfigMap without the scoped form, never without runtime.sh."""
+    from kubectl_fluid.runtimeconfig.limits import RUNTIME_SH_MAX_BYTES
+
+    def children_with(pad: int) -> Children:
+        runtime = json.loads(json.dumps(CLIENTLESS_RUNTIME))
+        # Two variables: one may not pass MAX_ARG_STRLEN (128 KiB), the script 256 KiB.
+        runtime["spec"].setdefault("master", {})["options"] = {"pad": "x" * (pad // 2)}
+        runtime["spec"].setdefault("worker", {})["options"] = {"pad": "x" * (pad - pad // 2)}
+        return build(DATASET, runtime, MOONCAKE_CLASS)
+
+    size = len(children_with(0).configmap["data"]["runtime.sh"].encode())
+    near = children_with(RUNTIME_SH_MAX_BYTES - size - 40).configmap["data"]
+    assert len(near["runtime.sh"].encode()) <= RUNTIME_SH_MAX_BYTES
+    assert "runtime-scoped.sh" not in near
+    assert "runtime-scoped.sh" in children_with(1000).configmap["data"]

@@ -183,6 +183,7 @@ EXPECTED_CLUSTER_GRANTS = {
     (names.GROUP, "dataloads/status", "patch"),
     (names.GROUP, "dataloads/finalizers", "update"),
     *(("batch", r, v) for r in ("jobs", "cronjobs") for v in ("list", "watch", "create")),
+    ("batch", "cronjobs", "patch"),
 }
 
 

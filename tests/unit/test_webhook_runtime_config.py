@@ -249,3 +249,21 @@ def test_done_label_is_added_to_a_pod_without_labels() -> None:
     pod: dict[str, Any] = {"metadata": {}, "spec": {"containers": [{"name": "app"}]}}
     work, _ = _inject(pod, ["ds1"], ready_lookup("ds1"))
     assert work["metadata"]["labels"] == DONE
+
+
+def test_a_shared_scoped_prefix_warns_with_what_still_tells_them_apart() -> None:
+    lookup = StaticLookup(
+        [
+            dataset("ds-1"),
+            runtime_config("ds-1", scoped=True),
+            dataset("ds.1"),
+            runtime_config("ds.1", scoped=True),
+        ]
+    )
+    work, ctx = _inject(injection_pod("ds-1,ds.1"), ["ds-1", "ds.1"], lookup)
+    env = {e["name"]: e["value"] for e in work["spec"]["containers"][0]["env"]}
+    assert env["FLUID_SCOPED_CONFIG_PATH_DS_1"] == "/etc/fluid/config/ds.1/runtime-scoped.sh"
+    scoped = [w for w in ctx.warnings if "FLUID_SCOPED_CONFIG_PATH_DS_1" in w]
+    assert len(scoped) == 1
+    assert "FLUID_DS_1_* names" in scoped[0]
+    assert "runtime.sh (FLUID_RUNTIME_CONFIG_PATH_ds-1) on its own" in scoped[0]

@@ -73,7 +73,7 @@ class RuntimeConfigInjector:
             configmap = ctx.lookup.configmap(ctx.namespace, names.runtime_config_configmap(dataset))
             if datasetrefs.has_scoped_form(configmap):
                 scoped = names.scoped_config_env_name(dataset)
-                _warn_shared_env_name(ctx, env_owner.get(scoped), dataset, scoped)
+                _warn_shared_scoped_name(ctx, env_owner.get(scoped), dataset, scoped)
                 env_owner[scoped] = dataset
                 env[scoped] = {"name": scoped, "value": names.pod_runtime_scoped_sh_path(dataset)}
 
@@ -82,6 +82,17 @@ class RuntimeConfigInjector:
             _merge_mounts(podedit.volume_mounts_of(container), mounts, mount_paths)
             podedit.merge_named(podedit.env_of(container), env)
         podedit.labels_of(pod)[names.LABEL_INJECT_DONE] = names.TRUE
+
+
+def _warn_shared_scoped_name(ctx: Context, previous: str | None, dataset: str, env_name: str) -> None:
+    # ``ds-1`` and ``ds.1`` share FLUID_SCOPED_CONFIG_PATH_DS_1 and, inside the files, every FLUID_DS_1_*
+    # name: no other name of the scoped form tells them apart.
+    if previous is not None:
+        ctx.warnings.append(
+            f'datasets "{previous}" and "{dataset}" both map to {env_name} and to the same '
+            f'{names.scoped_variable_prefix(dataset)}* names, which are "{dataset}"\'s; source '
+            f'"{previous}"\'s runtime.sh ({names.runtime_config_env_names(previous)[0]}) on its own'
+        )
 
 
 def _same_volume(have: dict[str, Any], want: dict[str, Any]) -> bool:
