@@ -419,11 +419,14 @@ def _finished(view: View, obj: Json, out: Plan) -> None:
 
 def _cron_again(view: View, obj: Json, out: Plan) -> None:
     """A Cron DataLoad that ended: Pending again (to take the lock) once its CronJob's next Job runs;
-    its schedule times kept current meanwhile."""
+    its schedule times kept current meanwhile, and its CronJob kept to it (between runs is when a
+    change must reach the template, before the CronJob makes the next Job from it)."""
     name = obj["metadata"]["name"]
     cronjob = view.cronjobs.get(names.dataload_cronjob(name))
     if cronjob is None:
         return
+    if view.runtime is not None and view.runtime_class is not None:
+        _follow(view, obj, cronjob, out)
     status = {**(obj.get("status") or {}), **schedule_times(cronjob)}
     job = current_job(cronjob, list(view.jobs.values()))
     if job is not None and _job_end(job) is None:

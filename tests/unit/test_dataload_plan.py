@@ -311,6 +311,11 @@ def test_a_cron_dataloads_cronjob_follows_its_schedule_and_the_datasets_mounts()
     (update,) = plan(with_cron(replace(base, dataloads=[rescheduled]), cj)).steps
     assert isinstance(update, UpdateCronJob)
     assert update.spec["schedule"] == "0 * * * *"
+    # Between runs too (Complete): the next Job is made from the template, so it must be current.
+    steps = plan(
+        with_cron(replace(base, dataloads=[dl("a", "Complete", **CRON)], dataset_obj=mounted), cj)
+    ).steps
+    assert [type(step) for step in steps] == [Lock, UpdateCronJob]  # (base's lock named it: released)
     # A DataLoad that names its paths does not follow the mounts.
     named = dl("a", "Executing", target=[{"path": "/x"}], **CRON)
     cj_named = {**cj, "spec": plan(replace(base, dataloads=[named])).steps[0].job["spec"]}  # type: ignore[union-attr]
