@@ -488,7 +488,9 @@ def test_a_lost_node_goes_notready_its_fuse_mounts_unknown_the_others_read_on_an
         lambda: sh(bed, "c1", "cat /data/crossing.txt"), "c1 read through kubectl exec", timeout=60
     )
     assert read.startswith("written on"), read
-    pod = running(bed, "c1")
+    # Ready again once the new kubelet has written the pod's status: the node controller set Ready
+    # False while the node was lost, and exec answers before that status sync (CI saw it not yet).
+    pod = eventually(partial(running, bed, "c1"), "c1 Ready again (the new kubelet's status)", timeout=60)
     assert pod["status"]["containerStatuses"][0]["restartCount"] == 0
     # And it goes as any pod does: its volume unpublished and unstaged by the same node service, the
     # node's FUSE stopped.
