@@ -91,3 +91,15 @@ def has_scoped_form(configmap: Mapping[str, Any] | None) -> bool:
     """Whether a runtime config ConfigMap carries runtime-scoped.sh: one written before the
     controller made it has only runtime.sh, and nothing may point a pod at a file that is not there."""
     return has_key(configmap, names.RUNTIME_SCOPED_SH_KEY)
+
+
+def config_env(dataset: str, configmap: Mapping[str, Any] | None) -> list[tuple[str, str]]:
+    """(name, path) of the env vars an app container using ``dataset`` gets (SPEC §4): its runtime.sh
+    under every name ``names.runtime_config_env_names()`` gives, then its runtime-scoped.sh when
+    ``configmap`` (the dataset's runtime config) has it. The webhook injects these; ``kubectl fluid
+    config show --env`` prints them."""
+    runtime_sh = names.pod_runtime_sh_path(dataset)
+    env = [(name, runtime_sh) for name in names.runtime_config_env_names(dataset)]
+    if has_scoped_form(configmap):
+        env.append((names.scoped_config_env_name(dataset), names.pod_runtime_scoped_sh_path(dataset)))
+    return env

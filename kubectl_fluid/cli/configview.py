@@ -90,19 +90,9 @@ def read_configmap(session: Session, dataset: str) -> dict[str, Any]:
 def env_entries(dataset: str, configmap: dict[str, Any] | None) -> list[dict[str, str]]:
     """The env vars the webhook gives every app container of a pod using ``dataset`` (SPEC §4), with
     ``configmap`` its runtime config (which says whether runtime-scoped.sh is there to point at)."""
-    from kubectl_fluid.api import names
-    from kubectl_fluid.api.datasetrefs import has_scoped_form
+    from kubectl_fluid.api.datasetrefs import config_env
 
-    path = names.pod_runtime_sh_path(dataset)
-    entries = [{"name": name, "value": path} for name in names.runtime_config_env_names(dataset)]
-    if has_scoped_form(configmap):
-        entries.append(
-            {
-                "name": names.scoped_config_env_name(dataset),
-                "value": names.pod_runtime_scoped_sh_path(dataset),
-            }
-        )
-    return entries
+    return [{"name": name, "value": path} for name, path in config_env(dataset, configmap)]
 
 
 def pretty_json(text: str) -> str:

@@ -65,17 +65,16 @@ class RuntimeConfigInjector:
             mount_path = names.pod_config_dir(dataset)
             mounts[volume] = {"name": volume, "mountPath": mount_path, "readOnly": True}
             mount_paths[mount_path.rstrip("/")] = volume
-            runtime_sh = names.pod_runtime_sh_path(dataset)
-            for env_name in names.runtime_config_env_names(dataset):
-                _warn_shared_env_name(ctx, env_owner.get(env_name), dataset, env_name)
-                env_owner[env_name] = dataset
-                env[env_name] = {"name": env_name, "value": runtime_sh}
             configmap = ctx.lookup.configmap(ctx.namespace, names.runtime_config_configmap(dataset))
-            if datasetrefs.has_scoped_form(configmap):
-                scoped = names.scoped_config_env_name(dataset)
-                _warn_shared_scoped_name(ctx, env_owner.get(scoped), dataset, scoped)
-                env_owner[scoped] = dataset
-                env[scoped] = {"name": scoped, "value": names.pod_runtime_scoped_sh_path(dataset)}
+            for env_name, path in datasetrefs.config_env(dataset, configmap):
+                warn = (
+                    _warn_shared_scoped_name
+                    if env_name == names.scoped_config_env_name(dataset)
+                    else _warn_shared_env_name
+                )
+                warn(ctx, env_owner.get(env_name), dataset, env_name)
+                env_owner[env_name] = dataset
+                env[env_name] = {"name": env_name, "value": path}
 
         podedit.merge_named(podedit.volumes_of(pod), volumes, _same_volume)
         for container in list(podedit.app_containers(pod)):
