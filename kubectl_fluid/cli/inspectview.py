@@ -28,6 +28,9 @@ from kubectl_fluid.cli.table import NONE, UNKNOWN, age
 
 # Above this many pods a tree node sums them per node, one line each, instead of a line per pod.
 LISTED = 20
+# The states' column starts after the longest label, but no further right than this: a long name (a
+# PV's carries its namespace) is followed by its state, and the others stay readable.
+STATE_COLUMN_MAX = 56
 # How an app pod uses the dataset.
 VIA_INJECTED = "injected"  # it carries the runtime config (the webhook's RuntimeConfigInjector)
 VIA_PVC = "pvc"  # it mounts the dataset's PVC
@@ -509,7 +512,7 @@ def render_tree(root: Node) -> str:
             walk(child, prefix + ("    " if last else "│   "))
 
     walk(root, "")
-    width = max(len(label) for label, _ in lines)
+    width = min(max(len(label) for label, _ in lines), STATE_COLUMN_MAX)
     return "".join(f"{label.ljust(width)}   {state}".rstrip() + "\n" for label, state in lines)
 
 
@@ -532,11 +535,13 @@ def _pod_line(p: PodState) -> tuple[str, str]:
     return f"Pod {p.name}", state + (f" ({'+'.join(p.via)})" if p.via else "")
 
 
-def _counts(values: Iterable[str]) -> str:
+def _counts(values: Iterable[str], by_count: bool = True) -> str:
+    """``3 Running, 1 Pending``: how many of each value, the most first (``by_count``) or by name."""
     seen: dict[str, int] = {}
     for v in values:
         seen[v] = seen.get(v, 0) + 1
-    return ", ".join(f"{n} {v}" for v, n in sorted(seen.items(), key=lambda kv: (-kv[1], kv[0])))
+    order = sorted(seen.items(), key=lambda kv: (-kv[1], kv[0]) if by_count else kv[0])
+    return ", ".join(f"{n} {v}" for v, n in order)
 
 
 def pods_per_node(pods: Sequence[PodState]) -> dict[str, list[PodState]]:
@@ -560,7 +565,7 @@ def _add_pods(parent: Node, pods: Sequence[PodState] | None, wide: bool) -> None
                 branch.add(*_pod_line(p))
         else:
             summary = _counts(p.status for p in here)
-            via = _counts("+".join(p.via) for p in here if p.via)
+            via = _counts(("+".join(p.via) for p in here if p.via), by_count=False)
             branch.state += f": {summary}" + (f"; {via}" if via else "")
 
 
@@ -585,7 +590,7 @@ def tree(x: Inspection, now: datetime, wide: bool = False) -> Node:
     if x.app_pods is None:
         root.add("App pods", UNKNOWN)
     else:
-        via = _counts("+".join(p.via) for p in x.app_pods)
+        via = _counts(("+".join(p.via) for p in x.app_pods), by_count=False)
         apps = root.add("App pods", f"{len(x.app_pods)}" + (f" ({via})" if via else ""))
         _add_pods(apps, x.app_pods, wide)
     return root
@@ -598,7 +603,9 @@ def _add_runtime(root: Node, x: Inspection, wide: bool) -> None:
         _missing(rt.found) or (_condition_state(rt.ready, wide) if rt.ready else "no Ready condition yet"),
     )
     if rt.runtime_class:
-        state = _missing(rt.class_found) or f"fileSystemType {rt.file_system_type or NONE}"
+        state = _missing(rt.class_found) or (
+            f"fileSystemType {rt.file_system_type}" if rt.file_system_type else "found"
+        )
         runtime.add(f"CacheRuntimeClass {rt.runtime_class}", state)
     for comp in x.components:
         if comp.disabled:

@@ -338,3 +338,12 @@ def test_completion_offers_dataset_then_its_names(monkeypatch: pytest.MonkeyPatc
 
     assert [i.value for i in completers.inspected_name(Ctx("dataset"), None, "ds2")] == ["ds2"]  # type: ignore[arg-type]
     assert completers.inspected_name(Ctx("dataset/ds1"), None, "") == []  # type: ignore[arg-type]
+
+
+def test_a_long_name_does_not_push_every_state_to_the_right() -> None:
+    root = inspectview.Node("Dataset ns/ds", "Bound")
+    root.add("PersistentVolume " + "x" * 80, "Bound")
+    root.add("ConfigMap cm", "2 keys")
+    text = inspectview.render_tree(root).splitlines()
+    assert text[1].endswith("x" * 80 + "   Bound")
+    assert text[2].index("2 keys") == text[0].index("Bound") <= inspectview.STATE_COLUMN_MAX + 3
