@@ -16,20 +16,23 @@ import pytest
 from kubernetes import client
 
 from kubectl_fluid.api import names
-from tests.e2e.fluid import ControllerProcess, WebhookProcess, kubectl
-from tests.e2e.test_cli_inject import app_template, deployment, kubectl_fluid, live_pods, ok, one_error_line
+from tests.e2e.fluid import kubectl
+from tests.e2e.test_cli_inject import (
+    app_template,
+    deployment,
+    fl,
+    kubectl_fluid,
+    live_pods,
+    ok,
+    one_error_line,
+)
+from tests.e2e.test_cli_mounts import write_fusemount
 from tests.e2e.test_controller import GROUP, VERSION, Fluid, dataset, runtime
 from tests.e2e.test_webhook import ready_dataset
 from tests.e2e.wait import eventually
 
+__all__ = ["fl"]  # the fixture, used by name
 DS = "cache"
-
-
-@pytest.fixture
-def fl(
-    k8s: client.ApiClient, namespace: str, controller: ControllerProcess, webhook: WebhookProcess
-) -> Fluid:
-    return Fluid(k8s, namespace)
 
 
 @pytest.fixture
@@ -45,42 +48,33 @@ def client_node(fl: Fluid) -> Iterator[str]:
 @pytest.fixture
 def fusemount(fl: Fluid, client_node: str) -> Iterator[Callable[[str], str]]:
     """Writes the FuseMount of the dataset's client on ``client_node`` as the CSI node service would
-    publish it (mode client); deleted afterwards (cluster-scoped)."""
+    publish it (mode client: no masters, the Dataset named); deleted afterwards (cluster-scoped)."""
     custom = client.CustomObjectsApi(fl.core.api_client)
     made: list[str] = []
 
     def write(pod: str) -> str:
-        key = secrets.token_hex(16)
-        name = names.fuse_mount_name(client_node, key)
-        body = {
-            "apiVersion": names.API_VERSION,
-            "kind": "FuseMount",
-            "metadata": {"name": name, "labels": names.fuse_mount_labels(client_node, key)},
-            "spec": {
-                "nodeName": client_node,
-                "mountKey": key,
-                "fsPath": names.DEFAULT_FS_PATH,
-                "mntPath": names.client_shared_path(fl.ns, DS),
-                "mode": names.CLIENT_MODE,
-                "dataset": {"namespace": fl.ns, "name": DS},
-            },
-        }
-        custom.create_cluster_custom_object(GROUP, VERSION, "fusemounts", body)
-        made.append(name)
+        target = {"path": "/var/lib/kubelet/pods/x/volumes/data", "podUID": "x"}
         status = {
             "phase": "Ready",
             "refCount": 1,
             "podName": pod,
-            "volumes": [
-                {
-                    "volumeID": f"{fl.ns}-{DS}",
-                    "stagingPath": "/staging",
-                    "targets": [{"path": "/var/lib/kubelet/pods/x/volumes/data", "podUID": "x"}],
-                }
-            ],
+            "volumes": [{"volumeID": f"{fl.ns}-{DS}", "stagingPath": "/staging", "targets": [target]}],
         }
-        custom.patch_cluster_custom_object_status(GROUP, VERSION, "fusemounts", name, {"status": status})
-        return name
+        made.append(
+            write_fusemount(
+                custom,
+                client_node,
+                secrets.token_hex(16),
+                status,
+                mode=names.CLIENT_MODE,
+                dataset={"namespace": fl.ns, "name": DS},
+                masterAddrs=None,
+                clusterID=None,
+                fsPath=names.DEFAULT_FS_PATH,
+                mntPath=names.client_shared_path(fl.ns, DS),
+            )
+        )
+        return made[-1]
 
     yield write
     for name in made:

@@ -6,15 +6,15 @@ from typing import Any
 
 from kubectl_fluid.api import names
 from kubectl_fluid.cli.snapshot import Snapshot
+from tests.unit.test_cli_snapshot import obj as any_obj
+from tests.unit.test_cli_snapshot import pod as bare_pod
 
 NS = "team-a"
 DS = "ds1"
 
 
 def obj(name: str, namespace: str = NS, **rest: Any) -> dict[str, Any]:
-    meta = {"name": name, "namespace": namespace, "uid": f"uid-{namespace}-{name}"}
-    meta.update(rest.pop("metadata", {}))
-    return {"metadata": meta, **rest}
+    return any_obj(name, namespace, **rest)
 
 
 def pod(
@@ -28,30 +28,21 @@ def pod(
     component: str | None = None,
     waiting: str | None = None,
 ) -> dict[str, Any]:
-    volumes: list[dict[str, Any]] = []
-    if claim:
-        volumes.append({"name": "data", "persistentVolumeClaim": {"claimName": claim}})
-    if injected:
-        cm = names.runtime_config_configmap(injected)
-        volumes.append({"name": cm, "configMap": {"name": cm}})
-    labels = (
-        {
-            names.LABEL_CACHERUNTIME_NAME: DS,
-            names.LABEL_CACHERUNTIME_COMPONENT: names.component_name(DS, component),  # type: ignore[arg-type]
-        }
-        if component
-        else {}
-    )
+    """A pod of ``NS`` (``test_cli_snapshot``'s, with a node, a status and a component's labels)."""
+    made = bare_pod(name, claim=claim, injected=injected, runtime=DS if component else None)
+    made["metadata"] = obj(name, metadata={"labels": made["metadata"]["labels"]})["metadata"]
+    if component:
+        made["metadata"]["labels"][names.LABEL_CACHERUNTIME_COMPONENT] = names.component_name(DS, component)  # type: ignore[arg-type]
     status: dict[str, Any] = {
         "phase": phase,
         "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
     }
     if waiting:
         status["containerStatuses"] = [{"name": "c", "state": {"waiting": {"reason": waiting}}}]
-    spec: dict[str, Any] = {"volumes": volumes}
     if node:
-        spec["nodeName"] = node
-    return obj(name, metadata={"labels": labels}, spec=spec, status=status)
+        made["spec"]["nodeName"] = node
+    made["status"] = status
+    return made
 
 
 def dataset(phase: str = "Bound") -> dict[str, Any]:
