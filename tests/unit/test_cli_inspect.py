@@ -347,3 +347,14 @@ def test_a_long_name_does_not_push_every_state_to_the_right() -> None:
     text = inspectview.render_tree(root).splitlines()
     assert text[1].endswith("x" * 80 + "   Bound")
     assert text[2].index("2 keys") == text[0].index("Bound") <= inspectview.STATE_COLUMN_MAX + 3
+
+
+def test_completion_through_kubectls_protocol(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.unit.test_cli_main import completions
+
+    assert completions(monkeypatch, capsys, "inspect", "") == ["dataset", ":4"]
+    monkeypatch.setattr(completers, "_names", lambda ctx, path_of, namespaced=True: ["ds1", "ds2"])
+    assert completions(monkeypatch, capsys, "inspect", "dataset", "d") == ["ds1", "ds2", ":4"]
+    assert completions(monkeypatch, capsys, "inspect", "-o", "") == ["tree", "wide", "json", "yaml", ":4"]
