@@ -748,3 +748,8 @@ def master_pod_name(dataset: str) -> str:
 def master_pods_selector() -> str:
     """Every runtime's master pods (the controller's own pod watch)."""
     return f"{LABEL_APP_MANAGED_BY}={MANAGED_BY},{LABEL_APP_COMPONENT}=master"
+
+
+# --- inspect (issue 32)
+# ``kubectl fluid inspect dataset DS -o json|yaml``: one dataset and its parts, of the plugin's own group.
+KIND_DATASET_INSPECTION: Final = "DatasetInspection"

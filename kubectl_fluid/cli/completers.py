@@ -136,3 +136,25 @@ def nodes(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[C
         return []
     found = sorted({str((i.get("spec") or {}).get("nodeName", "")) for i in items} - {""})
     return _items(found, incomplete)
+
+
+def inspected(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """What ``inspect`` takes first: ``dataset``, or ``dataset/NAME`` once the slash is typed."""
+    word, slash, _ = incomplete.partition("/")
+    if not slash:
+        return _items(["dataset"], incomplete)
+    from kubectl_fluid.cli.datasetnames import DATASET_WORDS
+    from kubectl_fluid.kube import resources
+
+    if word.lower() not in DATASET_WORDS:
+        return []
+    return _items([f"{word}/{n}" for n in _names(ctx, resources.DATASETS.collection_path)], incomplete)
+
+
+def inspected_name(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """``inspect dataset <TAB>``: the namespace's datasets (nothing after ``dataset/NAME``)."""
+    from kubectl_fluid.cli.datasetnames import DATASET_WORDS
+
+    if str(ctx.params.get("kind") or "").lower() not in DATASET_WORDS:
+        return []
+    return datasets(ctx, param, incomplete)

@@ -7,6 +7,10 @@ from __future__ import annotations
 from kubectl_fluid.api import names
 from kubectl_fluid.cli.errors import CliError
 
+# The words for the Dataset kind, as kubectl takes them (plural, singular and full names): ``inspect
+# dataset DS`` and its completion.
+DATASET_WORDS = ("dataset", "datasets", "dataset.data.fluid.io", "datasets.data.fluid.io")
+
 
 def checked_dataset(name: str) -> str:
     """``name`` when it can name a Dataset, else CliError saying what is wrong and what to pass."""

@@ -42,6 +42,10 @@ VERBS = {
         "kubectl_fluid.cli.explain",
         "Say whether a pod was injected, and why not; or a workload's pods.",
     ),
+    "inspect": (
+        "kubectl_fluid.cli.inspect",
+        "Show everything a dataset consists of right now, as a tree.",
+    ),
     "load": ("kubectl_fluid.cli.load", "Load a dataset's data into its cache: create a DataLoad."),
     "version": (
         "kubectl_fluid.cli.version",

@@ -55,22 +55,26 @@ def publish(k8s: client.ApiClient, core: client.CoreV1Api, fluid: Path) -> Itera
         core.delete_node(node)
 
 
-def write_fusemount(custom: client.CustomObjectsApi, node: str, key: str, status: dict[str, Any]) -> str:
-    """A FuseMount of ``node`` with ``status``, as the node service would publish it; its name."""
+def write_fusemount(
+    custom: client.CustomObjectsApi, node: str, key: str, status: dict[str, Any], **spec: Any
+) -> str:
+    """A FuseMount of ``node`` with ``status``, as the node service would publish it (an embedded
+    mount's spec, ``spec``'s fields over it; None takes one away); its name."""
     name = names.fuse_mount_name(node, key)
+    embedded: dict[str, Any] = {
+        "nodeName": node,
+        "mountKey": key,
+        "clusterID": names.cluster_id("m1:8995"),
+        "masterAddrs": "m1:8995",
+        "fsPath": "/data",
+        "mntPath": names.fuse_mount_path(key),
+        "mode": "embedded",
+    }
     body = {
         "apiVersion": names.API_VERSION,
         "kind": "FuseMount",
         "metadata": {"name": name, "labels": names.fuse_mount_labels(node, key)},
-        "spec": {
-            "nodeName": node,
-            "mountKey": key,
-            "clusterID": names.cluster_id("m1:8995"),
-            "masterAddrs": "m1:8995",
-            "fsPath": "/data",
-            "mntPath": names.fuse_mount_path(key),
-            "mode": "embedded",
-        },
+        "spec": {k: v for k, v in {**embedded, **spec}.items() if v is not None},
     }
     custom.create_cluster_custom_object(names.GROUP, names.VERSION, PLURAL, body)
     custom.patch_cluster_custom_object_status(names.GROUP, names.VERSION, PLURAL, name, {"status": status})

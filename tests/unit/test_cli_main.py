@@ -76,7 +76,17 @@ def test_the_executable_prints_the_help_when_run_bare(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "verb", [["inject"], ["config", "show"], ["mounts"], ["datasets"], ["explain"], ["load"], ["version"]]
+    "verb",
+    [
+        ["inject"],
+        ["config", "show"],
+        ["mounts"],
+        ["datasets"],
+        ["explain"],
+        ["inspect"],
+        ["load"],
+        ["version"],
+    ],
 )
 def test_every_verb_takes_the_kubectl_flags(capsys: pytest.CaptureFixture[str], verb: list[str]) -> None:
     code, out, _ = run(capsys, *verb, "--help")
@@ -269,6 +279,7 @@ def test_completion_in_cobras_protocol(
         "mounts",
         "datasets",
         "explain",
+        "inspect",
         "load",
         "version",
         ":4",
