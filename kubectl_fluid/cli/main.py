@@ -43,6 +43,10 @@ VERBS = {
         "Say whether a pod was injected, and why not; or a workload's pods.",
     ),
     "load": ("kubectl_fluid.cli.load", "Load a dataset's data into its cache: create a DataLoad."),
+    "bundle": (
+        "kubectl_fluid.cli.bundle",
+        "Write a support archive: logs, events, objects and versions, secrets left out.",
+    ),
     "version": (
         "kubectl_fluid.cli.version",
         "Print the plugin's version and that of the cluster and its Fluid components.",
