@@ -31,7 +31,8 @@ _WORD = (
     r"|authorization)"
 )
 _KEY = rf"[\w.\-]*{_WORD}[\w.\-]*"
-KEY_NAMES_CREDENTIAL: Final = re.compile(rf"(?i)^{_KEY}$")
+# A whole key (an annotation's may carry a prefix: example.com/api-token).
+KEY_NAMES_CREDENTIAL: Final = re.compile(rf"(?i)^(?:[\w.\-]+/)?{_KEY}$")
 # Keys that name where a credential is, not the credential: secretName, secretKeyRef, tokenPath…
 _REFERENCE = re.compile(r"(?i)(?:name|ref|path|file|dir|mode|namespace|secrets|ttl|seconds)$")
 # A key (perhaps quoted, as in JSON) then = or :, then the value: quoted (either quote, or JSON's

@@ -85,6 +85,10 @@ def default_name(now: object = None) -> str:
     return f"fluid-bundle-{when:%Y%m%d-%H%M%S}.tar.gz"
 
 
+def size_text(size: int) -> str:
+    return f"{size / 2**20:.1f} MiB" if size >= 2**20 else f"{max(1, round(size / 1024))} KiB"
+
+
 def folder_of(path: str) -> str:
     """The archive's top folder: its file name without .tar.gz (or .tgz)."""
     import os
@@ -136,13 +140,18 @@ def bundle(dataset: str | None, archive: str | None, settings: Settings) -> None
     namespace = None if settings.all_namespaces else session.namespace
     with api:
 
-        def collected(kind: str, count: int) -> None:
-            progress.step(f"collecting {kind} ({count:,})…")
+        def collected(kind: str, count: int, where: str = "") -> None:
+            progress.step(f"collecting {where}{kind} ({count:,})…")
 
         snap = snapshot.read(api, namespace, progress=collected)
         if dataset is not None and snap.dataset(session.namespace, dataset) is None:
             raise CliError(not_found(api, f'dataset "{dataset}"', session.namespace))
-        system = snapshot.read(api, names.FLUID_NAMESPACE, ("pods", "events"), progress=collected)
+        system = snapshot.read(
+            api,
+            names.FLUID_NAMESPACE,
+            ("pods", "events"),
+            progress=lambda kind, count: collected(kind, count, f"{names.FLUID_NAMESPACE} "),
+        )
         progress.step("collecting versions…")
         server, components = read_versions(api, names.FLUID_NAMESPACE)
         scope = bundleplan.in_scope(snap, (session.namespace, dataset) if dataset else None)
@@ -165,8 +174,7 @@ def bundle(dataset: str | None, archive: str | None, settings: Settings) -> None
 
         count = _write(path, plan, api, progress, readme)
     progress.done()
-    size = os.path.getsize(path)
-    click.echo(f"wrote {path} ({count} files, {size / 2**20:.1f} MiB)")
+    click.echo(f"wrote {path} ({count} files, {size_text(os.path.getsize(path))})")
 
 
 def _write(path: str, plan: Plan, api: Api, progress: Progress, readme: Callable[[list[str]], str]) -> int:

@@ -225,6 +225,7 @@ def test_names() -> None:
     assert bundle.default_name(datetime(2026, 12, 5, 9, 30, 1)) == "fluid-bundle-20261205-093001.tar.gz"
     assert bundle.folder_of("/tmp/x/fluid-bundle-1.tar.gz") == "fluid-bundle-1"
     assert bundle.folder_of("a.tgz") == "a"
+    assert [bundle.size_text(n) for n in (10, 21_600, 5 * 2**20)] == ["1 KiB", "21 KiB", "5.0 MiB"]
 
 
 def test_readme_says_what_could_not_be_read() -> None:
@@ -241,3 +242,18 @@ def test_readme_says_what_could_not_be_read() -> None:
     assert "CacheRuntime ns/x" in text
     assert "logs/a: no" in text
     assert "logs/NS/POD/CONTAINER.previous.log" in text
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_on_a_terminal_is_one_line_rewritten() -> None:
+    out = Terminal()
+    progress = bundle.Progress(out)
+    progress.step("collecting pods (1,234)…")
+    progress.step("logs 1/2…")
+    progress.done()
+    assert out.getvalue() == "\r\033[Kcollecting pods (1,234)…\r\033[Klogs 1/2…\r\033[K"
+    assert "\n" not in out.getvalue()

@@ -132,7 +132,9 @@ def test_references_to_secrets_are_kept() -> None:
 @given(values)
 def test_objects_lose_env_values_and_keys_that_name_credentials(value: str) -> None:
     pod: dict[str, Any] = {
-        "metadata": {"annotations": {"last-applied": json.dumps({"token": value}), "api-token": value}},
+        "metadata": {
+            "annotations": {"last-applied": json.dumps({"token": value}), "example.com/api-token": value}
+        },
         "spec": {
             "containers": [
                 {
