@@ -30,7 +30,11 @@ _WORD = (
     r"(?:secret|password|passwd|token|credential|access[_\-.]?key|private[_\-.]?key|api[_\-.]?key"
     r"|authorization)"
 )
-_KEY = rf"[\w.\-]*{_WORD}[\w.\-]*"
+# Bounded on both sides: a long run of word characters costs a bounded look at each boundary, never
+# a quadratic one (a log line may be megabytes long).
+_KEY = rf"[\w.\-]{{0,64}}{_WORD}[\w.\-]{{0,64}}"
+# The words alone, matched on lower-cased text: case-insensitive alternations cost many times more.
+_LOWER_WORD = re.compile(_WORD)
 # A whole key (an annotation's may carry a prefix: example.com/api-token).
 KEY_NAMES_CREDENTIAL: Final = re.compile(rf"(?i)^(?:[\w.\-]+/)?{_KEY}$")
 # Keys that name where a credential is, not the credential: secretName, secretKeyRef, tokenPath…
@@ -49,12 +53,37 @@ _PEM = re.compile(r"-----BEGIN ([A-Z0-9 ]*PRIVATE KEY)-----.*?(?:-----END \1----
 
 def redact(text: str) -> str:
     """``text`` with every credential it shows masked (``MASK``); text without any is unchanged."""
-    text = _PEM.sub(lambda m: f"-----BEGIN {m.group(1)}-----{MASK}-----END {m.group(1)}-----", text)
-    text = _JWT.sub(MASK, text)
-    text = _AWS_KEY_ID.sub(MASK, text)
-    text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
-    text = _PAIR.sub(_masked, text)
-    return _FLAG.sub(_masked, text)
+    # Each pattern runs only where a cheap look finds what it needs: a log may be 5 MiB of lines that
+    # hold no credential, and the bundle redacts every one.
+    if "PRIVATE KEY-----" in text:
+        text = _PEM.sub(lambda m: f"-----BEGIN {m.group(1)}-----{MASK}-----END {m.group(1)}-----", text)
+    if "eyJ" in text:
+        text = _JWT.sub(MASK, text)
+    if "AKIA" in text or "ASIA" in text:
+        text = _AWS_KEY_ID.sub(MASK, text)
+    low = text.lower()
+    if "bearer" in low or "basic" in low:
+        text = _BEARER.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    return _keyed(text, low)
+
+
+def _keyed(text: str, low: str) -> str:
+    """Values of keys that name a credential masked, on the lines that hold such a word only."""
+    hits = [m.start() for m in _LOWER_WORD.finditer(low)]
+    if not hits:
+        return text
+    if len(low) != len(text):  # lower() changed lengths (rare letters): positions do not carry over
+        return _FLAG.sub(_masked, _PAIR.sub(_masked, text))
+    out, done = [], 0
+    for at in hits:
+        if at < done:
+            continue
+        begin, end = text.rfind("\n", 0, at) + 1, text.find("\n", at)
+        end = len(text) if end < 0 else end
+        out += [text[done:begin], _FLAG.sub(_masked, _PAIR.sub(_masked, text[begin:end]))]
+        done = end
+    out.append(text[done:])
+    return "".join(out)
 
 
 def _masked(m: re.Match[str]) -> str:

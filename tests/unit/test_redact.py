@@ -154,3 +154,16 @@ def test_objects_lose_env_values_and_keys_that_name_credentials(value: str) -> N
     env = out["spec"]["containers"][0]["env"]
     assert env[1] == {"name": "HOME", "value": "/root"}
     assert env[2] == pod["spec"]["containers"][0]["env"][2]  # a reference stays as it is
+
+
+@given(st.sampled_from(KEYS), values, st.lists(WORDS, max_size=5), st.sampled_from(["", "İstanbul "]))
+def test_a_credential_among_many_lines_is_masked_and_the_rest_kept(
+    key: str, value: str, words: list[str], letter: str
+) -> None:
+    """Only the lines holding a credential's word are matched (a lower-case letter of another length,
+    İ, takes the whole-text way): the others come back byte for byte."""
+    plain = " ".join(words)
+    text = f"{letter}{plain}\n{key}={value}\r\n{plain}\n"
+    out = redact(text)
+    assert value not in out
+    assert out == f"{letter}{plain}\n{key}={MASK}\r\n{plain}\n"
