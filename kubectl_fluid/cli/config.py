@@ -13,7 +13,7 @@ from kubectl_fluid.cli.flags import connection_options, kube_command
 from kubectl_fluid.cli.settings import Settings
 
 
-@click.group()
+@click.group(epilog="\b\nExamples:\n  kubectl fluid config show ds1\n  kubectl fluid config show ds1 --env")
 @connection_options
 def config(**_: object) -> None:
     """Show datasets' runtime config.

@@ -120,23 +120,26 @@ def kube_command(*, outputs: tuple[str, ...], lists: bool = False) -> Callable[[
                 context=pick("context"),
                 kubeconfig=pick("kubeconfig"),
                 request_timeout=timeout or None,
-                output=kwargs.pop("output"),
-                no_headers=bool(kwargs.pop("no_headers")),
+                output=kwargs.pop("output", None),
+                no_headers=bool(kwargs.pop("no_headers", False)),
             )
             fn(*args, settings=settings, **kwargs)
 
         command = connection_options(wrapper)
-        command = click.option("--no-headers", is_flag=True, help="Print tables without their header line.")(
-            command
-        )
-        command = click.option(
-            "-o",
-            "--output",
-            metavar="FORMAT",
-            callback=_output_check(outputs),
-            shell_complete=lambda ctx, param, incomplete: [o for o in outputs if o.startswith(incomplete)],
-            help=f"Output format: {'|'.join(outputs)}.",
-        )(command)
+        if outputs:  # a verb without output formats (bundle writes a file) has -o of its own
+            command = click.option(
+                "--no-headers", is_flag=True, help="Print tables without their header line."
+            )(command)
+            command = click.option(
+                "-o",
+                "--output",
+                metavar="FORMAT",
+                callback=_output_check(outputs),
+                shell_complete=lambda ctx, param, incomplete: [
+                    o for o in outputs if o.startswith(incomplete)
+                ],
+                help=f"Output format: {'|'.join(outputs)}.",
+            )(command)
         if lists:
             command = click.option(
                 "-A", "--all-namespaces", is_flag=True, help="List across all namespaces."

@@ -47,6 +47,10 @@ VERBS = {
         "Show everything a dataset consists of right now, as a tree.",
     ),
     "load": ("kubectl_fluid.cli.load", "Load a dataset's data into its cache: create a DataLoad."),
+    "bundle": (
+        "kubectl_fluid.cli.bundle",
+        "Write a support archive: logs, events, objects and versions, secrets left out.",
+    ),
     "version": (
         "kubectl_fluid.cli.version",
         "Print the plugin's version and that of the cluster and its Fluid components.",

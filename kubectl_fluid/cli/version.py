@@ -16,12 +16,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kubectl_fluid.cli.flags import kube_command
 from kubectl_fluid.cli.settings import Settings
+
+if TYPE_CHECKING:
+    from kubectl_fluid.kube.transport import Api
 
 RELEASE = re.compile(r"v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?")
 
@@ -95,6 +98,34 @@ def skewed(client: str, components: Sequence[Component]) -> list[Component]:
     ]
 
 
+def read_versions(api: Api, namespace: str) -> tuple[dict[str, Any], list[Component]]:
+    """The API server's /version and the product's components in ``namespace`` (also what
+    ``bundle`` records)."""
+    from kubectl_fluid.api import names
+    from kubectl_fluid.kube import resources
+
+    selector = {"labelSelector": f"{names.LABEL_APP_PART_OF}={names.PART_OF}"}
+    server = api.request("GET", resources.VERSION_PATH) or {}
+    workloads = [
+        {"kind": kind, **item}
+        for kind, resource in (("Deployment", resources.DEPLOYMENTS), ("DaemonSet", resources.DAEMONSETS))
+        for item in api.list(resource.collection_path(namespace), selector)
+    ]
+    components = sorted((component_of(w) for w in workloads), key=lambda c: (c.component or "", c.name))
+    return server, components
+
+
+def document(server: Mapping[str, Any], components: Sequence[Component]) -> dict[str, Any]:
+    """``version -o json``'s document."""
+    from kubectl_fluid import __version__
+
+    return {
+        "clientVersion": {"version": __version__},
+        "serverVersion": dict(server),
+        "components": [c.to_json() for c in components],
+    }
+
+
 HEADERS = ["COMPONENT", "KIND", "NAME", "VERSION", "READY", "IMAGE"]
 
 
@@ -131,7 +162,6 @@ def version(client_only: bool, settings: Settings) -> None:
     from kubectl_fluid.api import names
     from kubectl_fluid.cli.output import dump, nothing_found, warn, write
     from kubectl_fluid.cli.table import render
-    from kubectl_fluid.kube import resources
 
     client = {"version": __version__}
     machine = settings.output in ("json", "yaml")
@@ -147,24 +177,12 @@ def version(client_only: bool, settings: Settings) -> None:
         write(f"Client Version: {__version__}\n")
     session = settings.open()
     namespace = settings.namespace or names.FLUID_NAMESPACE
-    selector = {"labelSelector": f"{names.LABEL_APP_PART_OF}={names.PART_OF}"}
     with session.api:
-        server = session.api.request("GET", resources.VERSION_PATH) or {}
-        workloads = [
-            {"kind": kind, **item}
-            for kind, resource in (("Deployment", resources.DEPLOYMENTS), ("DaemonSet", resources.DAEMONSETS))
-            for item in session.api.list(resource.collection_path(namespace), selector)
-        ]
-    components = sorted((component_of(w) for w in workloads), key=lambda c: (c.component or "", c.name))
+        server, components = read_versions(session.api, namespace)
     for c in skewed(__version__, components):
         warn(f"{c.kind.lower()}/{c.name} runs version {c.version}, this plugin is {__version__}")
     if machine:
-        document = {
-            "clientVersion": client,
-            "serverVersion": server,
-            "components": [c.to_json() for c in components],
-        }
-        write(dump(document, str(settings.output)))
+        write(dump(document(server, components), str(settings.output)))
         return
     write(f"Server Version: {server.get('gitVersion', '<unknown>')}\n")
     if not components:

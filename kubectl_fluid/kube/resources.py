@@ -99,6 +99,12 @@ MUTATING_WEBHOOK_CONFIGURATIONS = Resource(
     False,
 )
 
+
+def pod_log_path(namespace: str, name: str) -> str:
+    """A pod's log (``kubectl logs``): the ``log`` subresource."""
+    return f"{PODS.object_path(namespace, name)}/log"
+
+
 # The product's own kinds. Spelled here rather than read from the models, so that paths never import
 # pydantic (the plugin's start-up); a unit test keeps them equal to the models' CRD facts.
 DATASETS = Resource(names.GROUP, names.VERSION, "datasets", "Dataset", True)

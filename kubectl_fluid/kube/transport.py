@@ -143,6 +143,10 @@ class Api:
         headers += self.access.credentials.impersonate.headers()
         return target, headers
 
+    def raw(self, path: str, params: dict[str, str] | None = None) -> bytes:
+        """The bytes of a GET whose answer is not JSON (a pod's log); errors as ``request()``'s."""
+        return self._call("GET", path, params, None, JSON, accept="*/*")
+
     def get(self, path: str, params: dict[str, str] | None = None) -> dict[str, Any] | None:
         """The object at ``path``, or None when it does not exist (a missing *kind* still raises)."""
         try:
