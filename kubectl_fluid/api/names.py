@@ -748,3 +748,9 @@ def master_pod_name(dataset: str) -> str:
 def master_pods_selector() -> str:
     """Every runtime's master pods (the controller's own pod watch)."""
     return f"{LABEL_APP_MANAGED_BY}={MANAGED_BY},{LABEL_APP_COMPONENT}=master"
+
+
+# --- diagnose (issue 32)
+# generateName of the pod ``kubectl fluid diagnose`` creates with dryRun=All to ask whether the API
+# server reaches the webhook (never stored).
+DIAGNOSE_PROBE_PREFIX: Final = "fluid-diagnose-probe-"

@@ -42,6 +42,10 @@ VERBS = {
         "kubectl_fluid.cli.explain",
         "Say whether a pod was injected, and why not; or a workload's pods.",
     ),
+    "diagnose": (
+        "kubectl_fluid.cli.diagnose",
+        "Find what keeps a dataset, or a pod's datasets, from working: each finding with its rule ID.",
+    ),
     "load": ("kubectl_fluid.cli.load", "Load a dataset's data into its cache: create a DataLoad."),
     "version": (
         "kubectl_fluid.cli.version",
