@@ -24,7 +24,9 @@ from kubectl_fluid.cli.rules.report import (
     to_json,
     warnings,
 )
-from kubectl_fluid.cli.snapshot import Snapshot
+from kubectl_fluid.cli.snapshot import PROBE, Snapshot
+from kubectl_fluid.cli.webhookprobe import probe
+from kubectl_fluid.kube.errors import ApiError
 from tests.unit.test_cli_diagnose_rules import NS, healthy, master_crashing, one_worker_down
 
 SCHEMA: dict[str, Any] = json.loads((Path(rules.__file__).parent / SCHEMA_FILE).read_text())
@@ -116,3 +118,56 @@ def test_targets(what: str | None, name: str | None, want: tuple[str, str] | Non
 def test_other_targets_are_refused(what: str, name: str | None) -> None:
     with pytest.raises(CliError, match="diagnose takes dataset NAME, pod NAME"):
         parse_target(what, name)
+
+
+class FakeApi:
+    """Answers the probe's one request: raises ``error``, else admits; records what was sent."""
+
+    def __init__(self, error: ApiError | None = None) -> None:
+        self.error = error
+        self.sent: list[tuple[str, str, dict[str, str] | None, Any]] = []
+
+    def request(
+        self, method: str, path: str, *, params: dict[str, str] | None = None, body: Any = None
+    ) -> Any:
+        self.sent.append((method, path, params, body))
+        if self.error is not None:
+            raise self.error
+        return body
+
+
+@pytest.mark.parametrize(
+    ("error", "probes", "unreadable"),
+    [
+        (None, {"team": None}, {}),
+        (
+            ApiError(
+                500,
+                "InternalError",
+                'failed calling webhook "clientless.fluid.io": refused',
+                method="POST",
+                path="/",
+            ),
+            {"team": 'failed calling webhook "clientless.fluid.io": refused'},
+            {},
+        ),
+        (ApiError(403, "Forbidden", "no", method="POST", path="/"), {}, {PROBE: "403 Forbidden"}),
+    ],
+)
+def test_the_webhook_probe_is_a_dry_run_create_of_a_labelled_pod(
+    error: ApiError | None, probes: dict[str, str | None], unreadable: dict[str, str]
+) -> None:
+    snap = healthy()
+    snap.probes.clear()
+    api = FakeApi(error)
+    probe(api, snap, "team")  # type: ignore[arg-type]
+    assert (snap.probes, snap.unreadable) == (probes, unreadable)
+    [(method, path, params, body)] = api.sent
+    assert (method, path, params) == ("POST", "/api/v1/namespaces/team/pods", {"dryRun": "All"})
+    assert body["metadata"]["labels"] == {names.LABEL_INJECT: names.TRUE}
+    # Without the webhook's configuration there is nothing to probe.
+    snap.lists["mutatingwebhookconfigurations"] = []
+    snap._indexes.clear()
+    api = FakeApi()
+    probe(api, snap, "team")  # type: ignore[arg-type]
+    assert api.sent == []

@@ -181,14 +181,11 @@ def client_pending(s: Snapshot) -> None:
         }
     }
     pod["status"] = {"phase": "Pending"}
-    s.lists["events"] = [
-        obj(
-            "ev",
-            involvedObject={"uid": pod["metadata"]["uid"]},
-            reason="FailedScheduling",
-            message="0/1 nodes are available: 1 Insufficient memory.",
-        )
-    ]
+    s.lists["events"] = [event(pod, "FailedScheduling", "0/1 nodes are available: 1 Insufficient memory.")]
+
+
+def event(about: Obj, reason: str, message: str) -> Obj:
+    return obj("ev", involvedObject={"uid": about["metadata"]["uid"]}, reason=reason, message=message)
 
 
 def mountufs(s: Snapshot) -> None:
@@ -196,14 +193,7 @@ def mountufs(s: Snapshot) -> None:
     dataset["status"]["conditions"].append(
         {"type": "UpdateReady", "status": "False", "reason": "MountUFSFailed", "message": "exit 2"}
     )
-    s.lists["events"] = [
-        obj(
-            "ev",
-            involvedObject={"uid": dataset["metadata"]["uid"]},
-            reason="MountUFSFailed",
-            message="mount s3://x: access denied",
-        )
-    ]
+    s.lists["events"] = [event(dataset, "MountUFSFailed", "mount s3://x: access denied")]
 
 
 def dataload(s: Snapshot) -> None:
@@ -347,3 +337,25 @@ def test_rule_ids_are_unique_kebab_case() -> None:
     assert len(ids) == len(set(ids))
     assert set(FAULTS) <= set(ids)
     assert all(i == i.lower() and " " not in i and "_" not in i for i in ids)
+
+
+def test_a_worker_the_scheduler_cannot_place_is_told_how_to_fit() -> None:
+    snap = healthy()
+    one_worker_down(snap)
+    named(snap, "pods", f"{DS}-worker-1")["status"] = {
+        "phase": "Pending",
+        "conditions": [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "message": "0/1 nodes: didn't match pod anti-affinity",
+            }
+        ],
+    }
+    [f] = run(snap, Scope(everything=True), all_rules()).findings
+    assert f.evidence[1] == (
+        f"Pod {NS}/{DS}-worker-1: Pending, not ready; "
+        "unschedulable: 0/1 nodes: didn't match pod anti-affinity"
+    )
+    assert f.advice.startswith(f"the scheduler cannot place {DS}-worker-1: ")
+    assert "Shared placement" in f.advice

@@ -63,7 +63,7 @@ def pod_state(pod: Mapping[str, Any]) -> str:
         if terminated:
             words.append(f"last exit {terminated.get('exitCode')} ({terminated.get('reason') or '?'})")
         if c.get("restartCount"):
-            words.append(f"{c['restartCount']} restarts")
+            words.append(f"{c['restartCount']} restart{'' if c['restartCount'] == 1 else 's'}")
         parts.append(", ".join(words))
     return "; ".join(parts)
 
@@ -98,17 +98,40 @@ def _component_finding(
             if event is not None:
                 evidence.append(f"StatefulSet event {event_line(event)}")
         severity: Severity = "warning" if component == "worker" and ready > 0 else "error"
-        first = name_of(pods[0]) if pods else f"{name_of(workload)}-0"
+        broken = [p for p in pods if not pod_ready(p)]
+        first = name_of(broken[0]) if broken else f"{name_of(workload)}-0"
         yield Finding(
             rule_id,
             severity,
             ObjectRef("CacheRuntime", name, ns),
             f"{ready} of {desired} {component}{'s' if desired > 1 else ''} ready",
             tuple(evidence),
-            f"read the {component}'s log (kubectl logs -n {ns} {first} --previous for a crash) and "
+            _unscheduled_advice(ns, name, component, first)
+            if broken and _unschedulable(broken[0])
+            else f"read the {component}'s log (kubectl logs -n {ns} {first} --previous for a crash) and "
             f"its events (kubectl describe pod -n {ns} {first}); the image, command and resources "
             "come from the CacheRuntimeClass's topology and the runtime's overrides",
         )
+
+
+def _unschedulable(pod: Mapping[str, Any]) -> bool:
+    scheduled = condition(pod, "PodScheduled")
+    return scheduled is not None and scheduled.get("status") == "False"
+
+
+def _unscheduled_advice(ns: str, name: str, component: str, pod: str) -> str:
+    """For a component pod the scheduler cannot place (what it says is in the evidence)."""
+    placement = (
+        "; workers of Exclusive datasets (the default) take a node each: Shared placement "
+        "(Dataset spec.placement) lets them share"
+        if component == "worker"
+        else ""
+    )
+    return (
+        f"the scheduler cannot place {pod}: free or add nodes that fit, or ask for fewer "
+        f"(kubectl patch cacheruntime {name} -n {ns} --type=merge -p "
+        f'\'{{"spec": {{"{component}": {{"replicas": N}}}}}}\'){placement}'
+    )
 
 
 @rule("master-not-ready", "statefulsets", "pods")

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from kubectl_fluid.api import names
-from kubectl_fluid.api.datasetrefs import configmap_problem, deepest_problem, is_dataset_pvc, not_ready_cause
+from kubectl_fluid.api.datasetrefs import is_dataset_pvc
 from kubectl_fluid.cli.rules.finding import Finding, ObjectRef, Rule, Scope
 from kubectl_fluid.cli.rules.needs import rule
 from kubectl_fluid.cli.snapshot import PROBE, Snapshot, key, name_of
@@ -104,6 +104,7 @@ def _owner(pod: Mapping[str, Any]) -> str | None:
 
 def facts(snap: Snapshot, pod: Mapping[str, Any]) -> Any:
     """``diagnosis.Facts`` of a pod, from the snapshot (what ``explainpod.gather`` reads by GETs)."""
+    from kubectl_fluid.cli.checks import config_problem
     from kubectl_fluid.cli.diagnosis import Facts
     from kubectl_fluid.cli.podview import claim_names, injected_datasets, metadata, requested_datasets
 
@@ -116,9 +117,9 @@ def facts(snap: Snapshot, pod: Mapping[str, Any]) -> Any:
         dataset = snap.dataset(ns, ds)
         if dataset is None:
             continue
-        problem = configmap_problem(ds, snap.configmap(ns, ds))
+        problem = config_problem(ds, dataset, snap.configmap(ns, ds))
         if problem:
-            problems[ds] = str(deepest_problem(ds, problem, not_ready_cause(dataset)))
+            problems[ds] = problem
     return Facts(
         namespace=ns,
         name=name,
