@@ -192,6 +192,10 @@ def pod_ready(bed: Bed, pod: str) -> None:
     eventually(lambda: ready(get(bed.kc, "-n", NS, "pod", pod)), f"{pod} Ready", timeout=180)
 
 
+def patch_runtime(bed: Bed, name: str, kind: str, patch: str) -> None:
+    kubectl(bed.kc, "-n", NS, "patch", "cacheruntime", name, f"--type={kind}", "-p", patch)
+
+
 def exec_in(bed: Bed, pod: str, *argv: str) -> None:
     kubectl(bed.kc, "-n", NS, "exec", pod, "--", *argv)
 
@@ -208,17 +212,7 @@ def test_master_down_then_mountufs_failing_then_a_worker_not_ready(bed: Bed) -> 
 
     # The fix: the right command, and the broken pod re-made (a StatefulSet does not roll a pod that
     # never was Ready).
-    kubectl(
-        bed.kc,
-        "-n",
-        NS,
-        "patch",
-        "cacheruntime",
-        "demo",
-        "--type=json",
-        "-p",
-        '[{"op": "remove", "path": "/spec/master/args"}]',
-    )
+    patch_runtime(bed, "demo", "json", '[{"op": "remove", "path": "/spec/master/args"}]')
     eventually(
         lambda: (
             get(bed.kc, "-n", NS, "statefulset", "demo-master")["spec"]["template"]["spec"]["containers"][0][
@@ -251,17 +245,7 @@ def test_master_down_then_mountufs_failing_then_a_worker_not_ready(bed: Bed) -> 
     assert hit["evidence"][1].startswith(f"Pod {NS}/demo-worker-1: Pending, not ready; unschedulable: "), hit
     assert diagnose(bed, "dataset", "demo")[0] == 0
     show(bed, "dataset", "demo")
-    kubectl(
-        bed.kc,
-        "-n",
-        NS,
-        "patch",
-        "cacheruntime",
-        "demo",
-        "--type=merge",
-        "-p",
-        '{"spec": {"worker": {"replicas": 1}}}',
-    )
+    patch_runtime(bed, "demo", "merge", '{"spec": {"worker": {"replicas": 1}}}')
     report = gone(bed, "workers-partially-ready", "dataset", "demo")
     assert report["findings"] == []
     show(bed, "dataset", "demo")
