@@ -753,3 +753,8 @@ def master_pods_selector() -> str:
 # --- inspect (issue 32)
 # ``kubectl fluid inspect dataset DS -o json|yaml``: one dataset and its parts, of the plugin's own group.
 KIND_DATASET_INSPECTION: Final = "DatasetInspection"
+
+# --- diagnose (issue 32)
+# generateName of the pod ``kubectl fluid diagnose`` creates with dryRun=All to ask whether the API
+# server reaches the webhook (never stored).
+DIAGNOSE_PROBE_PREFIX: Final = "fluid-diagnose-probe-"

@@ -39,6 +39,12 @@ def dataset_problem(api: Api, namespace: str, dataset: str, *, deleting: bool = 
     if deleting and since:
         return f'dataset "{dataset}" is being deleted (since {since})'
     configmap = api.get(resources.CONFIGMAPS.object_path(namespace, names.runtime_config_configmap(dataset)))
+    return config_problem(dataset, found, configmap)
+
+
+def config_problem(dataset: str, found: Mapping[str, Any], configmap: Mapping[str, Any] | None) -> str | None:
+    """Why the runtime config of the Dataset ``found`` cannot be injected, given its ConfigMap (pure;
+    diagnose asks it of a snapshot)."""
     problem = configmap_problem(dataset, configmap)
     # Told by its cause when the controller knows one; a NotBound Dataset whose ConfigMap is there
     # is injected all the same (the webhook's view, which explain reports).

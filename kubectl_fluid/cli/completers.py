@@ -158,3 +158,20 @@ def inspected_name(ctx: click.Context, param: click.Parameter, incomplete: str) 
     if str(ctx.params.get("kind") or "").lower() not in DATASET_WORDS:
         return []
     return datasets(ctx, param, incomplete)
+
+
+def diagnose_targets(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """``diagnose <TAB>``: what it takes a name of."""
+    return _items(["dataset", "pod"], incomplete)
+
+
+def diagnose_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """``diagnose dataset <TAB>``: dataset names; ``diagnose pod <TAB>``: pod names."""
+    from kubectl_fluid.kube import resources
+
+    what = str(ctx.params.get("what") or "").lower()
+    if what in ("dataset", "datasets"):
+        return _items(_names(ctx, resources.DATASETS.collection_path), incomplete)
+    if what in ("pod", "pods", "po"):
+        return _items(_names(ctx, resources.PODS.collection_path), incomplete)
+    return []

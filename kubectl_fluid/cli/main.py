@@ -46,6 +46,10 @@ VERBS = {
         "kubectl_fluid.cli.inspect",
         "Show everything a dataset consists of right now, as a tree.",
     ),
+    "diagnose": (
+        "kubectl_fluid.cli.diagnose",
+        "Find what keeps a dataset, or a pod's datasets, from working: each finding with its rule ID.",
+    ),
     "load": ("kubectl_fluid.cli.load", "Load a dataset's data into its cache: create a DataLoad."),
     "bundle": (
         "kubectl_fluid.cli.bundle",

@@ -46,6 +46,9 @@ KINDS: dict[str, Resource] = {
     "mutatingwebhookconfigurations": resources.MUTATING_WEBHOOK_CONFIGURATIONS,
 }
 ALL_KINDS = tuple(KINDS)
+# Not a kind: diagnose's probe of the webhook (``webhookprobe.py``), recorded in ``Snapshot.unreadable``
+# under this name when the API server would not run it (RBAC: no create of pods).
+PROBE = "pods (dry-run create)"
 
 
 def key(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -69,6 +72,9 @@ class Snapshot:
     lists: dict[str, list[Obj]] = field(default_factory=dict)
     # kind → why it could not be read (RBAC, not served): its list reads as empty.
     unreadable: dict[str, str] = field(default_factory=dict)
+    # diagnose's probe of the webhook: namespace → the API server's refusal of a pod labelled for
+    # injection created there with dryRun=All, None when it admitted it; empty when not probed.
+    probes: dict[str, str | None] = field(default_factory=dict)
 
     def items(self, kind: str) -> list[Obj]:
         return self.lists.get(kind) or []

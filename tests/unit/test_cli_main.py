@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 
 from kubectl_fluid.cli import complete, completers
@@ -285,6 +286,8 @@ def test_completion_in_cobras_protocol(
     assert completions(monkeypatch, capsys, "datasets", "--kubeconfig", "") == [":0"]
     # Without a cluster, cluster objects complete to nothing, silently.
     assert completions(monkeypatch, capsys, "config", "show", "") == [":4"]
+    assert completions(monkeypatch, capsys, "diagnose", "") == ["dataset", "pod", ":4"]
+    assert completions(monkeypatch, capsys, "diagnose", "dataset", "") == [":4"]
     assert capsys.readouterr().err == ""
 
 
@@ -295,6 +298,12 @@ def test_dataset_list_completion_continues_after_commas(monkeypatch: pytest.Monk
     assert [i.value for i in completers.workloads(None, None, "deploy/o")] == ["deploy/other"]  # type: ignore[arg-type]
     assert [i.value for i in completers.workloads(None, None, "rs/")] == []  # type: ignore[arg-type]
     assert [i.value for i in completers.pods(None, None, "pod/o")] == ["pod/other"]  # type: ignore[arg-type]
+    # diagnose takes a bare name after its word.
+    diagnose = click.Context(click.Command("diagnose"))
+    diagnose.params["what"] = "dataset"
+    assert [i.value for i in completers.diagnose_names(diagnose, None, "d")] == ["ds1", "ds2"]  # type: ignore[arg-type]
+    diagnose.params["what"] = "pod"
+    assert [i.value for i in completers.diagnose_names(diagnose, None, "o")] == ["other"]  # type: ignore[arg-type]
     # explain takes pods and workloads (rs/ too).
     assert [i.value for i in completers.explained(None, None, "pod/o")] == ["pod/other"]  # type: ignore[arg-type]
     assert [i.value for i in completers.explained(None, None, "rs/")] == [  # type: ignore[arg-type]
