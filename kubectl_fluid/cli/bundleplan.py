@@ -7,6 +7,7 @@ The tree, under one folder named like the archive (``LAYOUT`` is the --help's an
 
     README.txt                     when, what scope, what could not be read, what was redacted
     versions.yaml                  plugin, API server, the product's components
+    diagnose.json                  diagnose's DiagnoseReport of the datasets (its webhook probe not made)
     cluster/                       nodes.yaml (labels, taints, status without images), csinodes.yaml,
                                    fusemounts.yaml, mutatingwebhookconfigurations.yaml (the product's)
     fluid-system/                  pods.yaml, events.yaml (the product's namespace)
@@ -22,8 +23,8 @@ Never read, so never written: Secrets (an env value from a Secret shows as its s
 kubeconfig. Objects lose ``managedFields`` as ``kubectl get -o yaml`` shows them; Nodes keep their
 labels, taints and status but not their image lists.
 
-``EXTRAS`` is the hook for files computed from the same snapshot by other verbs (``diagnose.json``):
-each function gets the snapshot and the datasets and returns entries.
+``EXTRAS`` are files computed from the same snapshot by other verbs (``diagnose.json``): each
+function gets the snapshot and the datasets and returns entries.
 """
 
 from __future__ import annotations
@@ -76,8 +77,21 @@ class Plan:
 
 
 Extra = Callable[[Snapshot, Sequence[tuple[str, str]]], Iterable[Entry]]
-# Files other verbs add from the same snapshot (the lead merges diagnose's ``diagnose.json`` here).
-EXTRAS: list[Extra] = []
+
+
+def diagnosis(snap: Snapshot, datasets: Sequence[tuple[str, str]]) -> Iterable[Entry]:
+    """``diagnose.json``: diagnose's report over the bundled datasets, from the same snapshot (the
+    webhook probe, a dry-run create, is not made: bundle only reads, so that rule is listed skipped)."""
+    from kubectl_fluid.cli import rules
+    from kubectl_fluid.cli.rules.finding import Scope
+    from kubectl_fluid.cli.rules.report import run, to_json
+
+    report = run(snap, Scope(datasets=tuple(datasets)), rules.all_rules())
+    yield Entry("diagnose.json", to_json(report))
+
+
+# Files computed from the same snapshot by other verbs.
+EXTRAS: list[Extra] = [diagnosis]
 
 
 def trimmed(obj: Mapping[str, Any]) -> Obj:

@@ -78,6 +78,14 @@ VERBS: list[tuple[str, list[str], Goal | None, tuple[int, ...]]] = [
         None,
         (0,),
     ),
+    # diagnose exits 1 on an error finding: either is a run, not a failure of the bench.
+    (
+        f"kubectl-fluid diagnose dataset ({PODS} app pods)",
+        ["diagnose", "dataset", DS],
+        at_most(1000, "ms"),
+        (0, 1),
+    ),
+    (f"kubectl-fluid diagnose --all ({PODS} app pods)", ["diagnose", "--all"], at_most(1000, "ms"), (0, 1)),
 ]
 
 

@@ -196,6 +196,9 @@ def test_the_bundle_of_a_broken_cluster_holds_what_a_maintainer_needs_and_no_sec
     assert [h["metadata"]["name"] for h in hooks] == [names.WEBHOOK_NAME]
     readme = files[f"{root}README.txt"].decode()
     assert f"namespace {NS}" in readme
+    # diagnose's report of the same snapshot names the crash-looping master.
+    report = json.loads(files[f"{root}diagnose.json"])
+    assert "master-not-ready" in {f["rule"] for f in report["findings"]}, report
 
 
 def test_a_bundle_of_one_dataset(broken: Path, tmp_path: Path) -> None:
@@ -238,6 +241,7 @@ def expected_files(ds: str, master: str) -> set[str]:
     return {
         "README.txt",
         "versions.yaml",
+        "diagnose.json",
         "cluster/nodes.yaml",
         "cluster/csinodes.yaml",
         "cluster/fusemounts.yaml",

@@ -257,3 +257,13 @@ def test_progress_on_a_terminal_is_one_line_rewritten() -> None:
     progress.done()
     assert out.getvalue() == "\r\033[Kcollecting pods (1,234)…\r\033[Klogs 1/2…\r\033[K"
     assert "\n" not in out.getvalue()
+
+
+def test_the_bundle_carries_diagnoses_report_of_its_datasets() -> None:
+    snap, _ = snapshots()
+    [entry] = bundleplan.diagnosis(snap, [("ns", "lonely")])
+    assert entry.path == "diagnose.json"
+    assert entry.data["kind"] == "DiagnoseReport"
+    # "lonely" has no CacheRuntime: diagnose's own rule says so, in the bundle as on the command line.
+    assert [f["rule"] for f in entry.data["findings"]] == ["runtime-missing"]
+    assert bundleplan.diagnosis in bundleplan.EXTRAS
