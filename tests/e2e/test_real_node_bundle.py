@@ -59,6 +59,9 @@ def objects() -> list[dict[str, Any]]:
         "echo \"curl -H 'Authorization: Bearer $PLANTED_PW'\"; "
         'echo "fatal: cannot reach the UFS"; sleep 1; exit 1',
         env=[{"name": "PLANTED_PW", "valueFrom": {"secretKeyRef": {"name": "planted", "key": "password"}}}],
+        # Never Ready, even in the second it runs: diagnose's master-not-ready holds whenever the
+        # bundle is read (without a probe, a restarted container counts as Ready until it exits).
+        readinessProbe={"exec": {"command": ["false"]}, "periodSeconds": 1},
     )
     worker = busybox("worker", "echo worker up; exec sleep 3600")
     template = {"spec": {"restartPolicy": "Always", "terminationGracePeriodSeconds": 1}}
