@@ -748,3 +748,11 @@ def master_pod_name(dataset: str) -> str:
 def master_pods_selector() -> str:
     """Every runtime's master pods (the controller's own pod watch)."""
     return f"{LABEL_APP_MANAGED_BY}={MANAGED_BY},{LABEL_APP_COMPONENT}=master"
+
+
+# --- debug pod (issue 32) -------------------------------------------------------------------------
+# fluid-system's pods by their component label (manifests/): the node's CSI node pod, the webhook.
+CSI_NODE_DAEMONSET: Final = "fluid-csi-node"
+CSI_NODE_COMPONENT: Final = "csi-node"
+CSI_NODE_CONTAINER: Final = "csi-driver"
+WEBHOOK_COMPONENT: Final = "webhook"

@@ -157,6 +157,34 @@ class Snapshot:
             and _names(((d.get("spec") or {}).get("dataset") or {}), namespace, dataset)
         ]
 
+    # -- a pod's volumes and node (debug pod, the node and FUSE rules) --------------------------------
+    def pod_claims(self, pod: Mapping[str, Any]) -> list[tuple[str, Obj | None, Obj | None]]:
+        """(claim name, its PVC, the PV it is bound to) of each PVC the pod mounts; None where it is not
+        in the snapshot (not made yet, or unreadable)."""
+        from kubectl_fluid.cli.podview import claim_names
+
+        namespace = key(pod)[0]
+        found: list[tuple[str, Obj | None, Obj | None]] = []
+        for claim in claim_names(pod):
+            pvc = self.get("persistentvolumeclaims", namespace, claim)
+            volume = ((pvc or {}).get("spec") or {}).get("volumeName")
+            found.append((claim, pvc, self.get("persistentvolumes", "", str(volume)) if volume else None))
+        return found
+
+    def fusemounts_on(self, node: str) -> list[Obj]:
+        return [m for m in self.items("fusemounts") if (m.get("spec") or {}).get("nodeName") == node]
+
+    def pods_on(self, node: str) -> list[Obj]:
+        return [p for p in self.items("pods") if (p.get("spec") or {}).get("nodeName") == node]
+
+    def csi_drivers(self, node: str) -> set[str] | None:
+        """The CSI drivers registered on the node (its CSINode's), or None when CSINodes cannot be read;
+        a node without a CSINode has none."""
+        if not self.readable("csinodes"):
+            return None
+        csinode = self.get("csinodes", "", node) or {}
+        return {str(d.get("name")) for d in (csinode.get("spec") or {}).get("drivers") or ()}
+
     def events_for(self, involved: Iterable[Mapping[str, Any]]) -> list[Obj]:
         """Events of these objects, oldest first (by uid when the Event names one, else kind+name)."""
         uids = {str((o.get("metadata") or {}).get("uid")) for o in involved}

@@ -11,7 +11,7 @@ import importlib
 from kubectl_fluid.cli.rules.finding import Rule
 
 # The rule modules, in the order their findings are reported.
-MODULES: tuple[str, ...] = ()
+MODULES: tuple[str, ...] = ("nodes", "fuse")
 
 
 def all_rules() -> list[Rule]:

@@ -1,0 +1,85 @@
+"""Rules about FUSE mounts: a FuseMount in scope that is Broken or Unknown (``fuse-broken``), and a pod
+whose volumes kubelet fails to mount (``failed-mount``). Pure.
+
+The CSI node service writes why a mount is Broken, and the controller why one is Unknown (its node is
+lost), as words that say what to do (``csi/node/brokenreasons.py``, ``controller/nodeloss.py``): the
+reason is the evidence and the advice. kubelet says why a volume does not mount only in Events; the
+newest ``FailedMount`` (the CSI node's refusal word for word) is shown while the pod is Pending.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from kubectl_fluid.cli.rules import inscope
+from kubectl_fluid.cli.rules.finding import Finding, ObjectRef
+from kubectl_fluid.cli.snapshot import key, name_of
+
+if TYPE_CHECKING:
+    from kubectl_fluid.cli.rules.finding import Rule, Scope
+    from kubectl_fluid.cli.snapshot import Snapshot
+
+FUSE_BROKEN = "fuse-broken"
+FAILED_MOUNT = "failed-mount"
+# The phases of a FuseMount that serve no data: Broken (the node service's), Unknown (the node lost).
+BAD_PHASES = ("Broken", "Unknown")
+
+
+def fuse_broken(snap: Snapshot, scope: Scope) -> Iterator[Finding]:
+    for mount in inscope.fusemounts(snap, scope):
+        spec, status = mount.get("spec") or {}, mount.get("status") or {}
+        phase = status.get("phase")
+        if phase not in BAD_PHASES:
+            continue
+        evidence = [f"status.phase: {phase}"]
+        if status.get("reason"):
+            evidence.append(f"status.reason: {status['reason']}")
+        if status.get("podName"):
+            evidence.append(f"status.podName: {status['podName']}")
+        if status.get("lastTransitionTime"):
+            evidence.append(f"status.lastTransitionTime: {status['lastTransitionTime']}")
+        node = spec.get("nodeName", "?")
+        yield Finding(
+            rule=FUSE_BROKEN,
+            severity="error",
+            object=ObjectRef("FuseMount", name_of(mount)),
+            message=(
+                f"the FUSE mount on node {node} (mode {spec.get('mode', '?')}, {status.get('refCount', 0)} "
+                f"volumes) is {phase}: its volumes serve no data"
+            ),
+            evidence=tuple(evidence),
+            advice=(
+                "do what status.reason says"
+                if status.get("reason")
+                else f"look at the node service's log on node {node} (kubectl fluid debug pod POD tails it)"
+            )
+            + f"; kubectl fluid mounts --node {node} shows the mount",
+        )
+
+
+def failed_mount(snap: Snapshot, scope: Scope) -> Iterator[Finding]:
+    from kubectl_fluid.cli.eventview import MOUNT_REASONS, event_line, newest
+
+    for pod in inscope.pods(snap, scope):
+        if (pod.get("status") or {}).get("phase") != "Pending":
+            continue  # its volumes mounted (or it ended): old FailedMount events no longer hold
+        event = newest(snap.events_for([pod]), MOUNT_REASONS, (pod.get("metadata") or {}).get("uid"))
+        if event is None:
+            continue
+        ns, name = key(pod)
+        node = inscope.node_of(pod)
+        yield Finding(
+            rule=FAILED_MOUNT,
+            severity="error",
+            object=ObjectRef("Pod", name, ns),
+            message=f"kubelet cannot mount the pod's volumes on node {node or '?'}: it stays Pending",
+            evidence=(f"Event {event_line(event)}",),
+            advice=(
+                "the message is the CSI node's (or kubelet's) answer: fix what it names; kubectl fluid "
+                f"debug pod {name} -n {ns} walks the volume to its FUSE and tails the logs"
+            ),
+        )
+
+
+RULES: list[Rule] = [fuse_broken, failed_mount]
