@@ -42,6 +42,10 @@ VERBS = {
         "kubectl_fluid.cli.explain",
         "Say whether a pod was injected, and why not; or a workload's pods.",
     ),
+    "debug": (
+        "kubectl_fluid.cli.debug",
+        "Walk a pod to the objects, node, FUSE and logs behind it; name what fails.",
+    ),
     "load": ("kubectl_fluid.cli.load", "Load a dataset's data into its cache: create a DataLoad."),
     "version": (
         "kubectl_fluid.cli.version",

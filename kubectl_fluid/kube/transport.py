@@ -153,6 +153,10 @@ class Api:
             raise
         return found
 
+    def text(self, path: str, params: dict[str, str] | None = None) -> str:
+        """A plain-text answer (a pod's ``/log``), decoded as UTF-8 with bad bytes replaced."""
+        return self._call("GET", path, params, None, JSON, accept="text/plain").decode("utf-8", "replace")
+
     def pages(
         self,
         path: str,

@@ -269,6 +269,7 @@ def test_completion_in_cobras_protocol(
         "mounts",
         "datasets",
         "explain",
+        "debug",
         "load",
         "version",
         ":4",
@@ -283,6 +284,9 @@ def test_completion_in_cobras_protocol(
     assert completions(monkeypatch, capsys, "datasets", "--kubeconfig", "") == [":0"]
     # Without a cluster, cluster objects complete to nothing, silently.
     assert completions(monkeypatch, capsys, "config", "show", "") == [":4"]
+    # debug takes "pod" then a pod's bare name.
+    assert completions(monkeypatch, capsys, "debug", "") == ["pod", ":4"]
+    assert completions(monkeypatch, capsys, "debug", "pod", "") == [":4"]
     assert capsys.readouterr().err == ""
 
 
@@ -293,6 +297,7 @@ def test_dataset_list_completion_continues_after_commas(monkeypatch: pytest.Monk
     assert [i.value for i in completers.workloads(None, None, "deploy/o")] == ["deploy/other"]  # type: ignore[arg-type]
     assert [i.value for i in completers.workloads(None, None, "rs/")] == []  # type: ignore[arg-type]
     assert [i.value for i in completers.pods(None, None, "pod/o")] == ["pod/other"]  # type: ignore[arg-type]
+    assert [i.value for i in completers.pod_names(None, None, "o")] == ["other"]  # type: ignore[arg-type]
     # explain takes pods and workloads (rs/ too).
     assert [i.value for i in completers.explained(None, None, "pod/o")] == ["pod/other"]  # type: ignore[arg-type]
     assert [i.value for i in completers.explained(None, None, "rs/")] == [  # type: ignore[arg-type]
