@@ -174,9 +174,6 @@ class Snapshot:
     def fusemounts_on(self, node: str) -> list[Obj]:
         return [m for m in self.items("fusemounts") if (m.get("spec") or {}).get("nodeName") == node]
 
-    def pods_on(self, node: str) -> list[Obj]:
-        return [p for p in self.items("pods") if (p.get("spec") or {}).get("nodeName") == node]
-
     def csi_drivers(self, node: str) -> set[str] | None:
         """The CSI drivers registered on the node (its CSINode's), or None when CSINodes cannot be read;
         a node without a CSINode has none."""
