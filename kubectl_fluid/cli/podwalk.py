@@ -150,7 +150,8 @@ def walk(
     if wanted and not injected:
         w.logs += [_source(p, None, "the webhook") for p in _component(system_pods, names.WEBHOOK_COMPONENT)]
 
-    events = [e for e in snap.events_for([pod]) if e.get("type") == "Warning"]
+    # A pod that runs got past its Warnings (a first FailedMount while the driver registered...).
+    events = [e for e in snap.events_for([pod]) if e.get("type") == "Warning"] if phase == "Pending" else []
     if events:
         w.rows.append(("Events", [event_line(e) for e in events[-5:]]))
     w.causes = pick(findings, explanation)

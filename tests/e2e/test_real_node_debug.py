@@ -209,14 +209,19 @@ def test_a_stuck_standalone_fuse_is_named_and_ok_again_once_it_answers(bed: Bed)
     wait_healthy(bed, "app")
 
 
+NO_CLIENT_TAINT = {"key": "example.com/no-client", "value": "true", "effect": "NoSchedule"}
+
+
 def test_a_missing_client_is_named_by_the_csis_failed_precondition(bed: Bed) -> None:
+    """The first node tainted, the app pod tolerating it and the client DaemonSet not: NodeStage
+    labels the node for the client, whose pod never comes. (A nodeSelector on the client would not
+    do: the webhook gives the app pods the client's placement, so they would not be scheduled.)"""
+    n0 = NODES[0]
     samples = MANIFESTS / "samples"
     kubectl(bed.kc, "apply", "-f", str(samples / "cacheruntimeclass-curvine.yaml"))
     docs = [d for d in yaml.safe_load_all((samples / "dataset-curvine.yaml").read_text()) if d]
     for doc in docs:
-        if doc["kind"] == "CacheRuntime":
-            # No node carries this label: the client DaemonSet's pod never starts anywhere.
-            doc["spec"]["client"] = {"nodeSelector": {"example.com/no-such-node": "true"}}
+        if doc["kind"] == "CacheRuntime":  # no cache needed behind a client that never starts
             doc["spec"]["master"]["replicas"] = 0
             doc["spec"]["worker"]["replicas"] = 0
     apply(bed, *docs)
@@ -225,11 +230,18 @@ def test_a_missing_client_is_named_by_the_csis_failed_precondition(bed: Bed) -> 
         "the Dataset's PVC Bound",
         timeout=180,
     )
-    apply(bed, app_pod("no-client", "data", NODES[0]))
-    report = wait_failed(bed, "no-client", "failed-mount")
-    assert f"data: no client pod on node {NODES[0]}" in report, report
-    assert "FailedPrecondition" in last_line(report), report
-    kubectl(bed.kc, "-n", APPS, "delete", "pod", "no-client", "--wait=false")
+    taint = f"{NO_CLIENT_TAINT['key']}={NO_CLIENT_TAINT['value']}:{NO_CLIENT_TAINT['effect']}"
+    kubectl(bed.kc, "taint", "node", n0, taint)
+    try:
+        pod = app_pod("no-client", "data", n0)
+        pod["spec"]["tolerations"] = [{**NO_CLIENT_TAINT, "operator": "Equal"}]
+        apply(bed, pod)
+        report = wait_failed(bed, "no-client", "failed-mount")
+        assert f"data: no client pod on node {n0}" in report, report
+        assert "FailedPrecondition" in last_line(report), report
+    finally:
+        kubectl(bed.kc, "-n", APPS, "delete", "pod", "no-client", "--wait=false", "--ignore-not-found")
+        kubectl(bed.kc, "taint", "node", n0, f"{taint}-")
 
 
 def test_a_clientless_datasets_pvc_is_named_ahead_of_its_failed_mount(bed: Bed) -> None:

@@ -45,16 +45,14 @@ def fuse_broken(snap: Snapshot, scope: Scope) -> Iterator[Finding]:
             severity="error",
             object=ObjectRef("FuseMount", name_of(mount)),
             message=(
-                f"the FUSE mount on node {node} (mode {spec.get('mode', '?')}, {status.get('refCount', 0)} "
-                f"volumes) is {phase}: its volumes serve no data"
+                f"the FUSE mount on node {node} (mode {spec.get('mode', '?')}, refs "
+                f"{status.get('refCount', 0)}) is {phase}: its volumes serve no data"
             ),
             evidence=tuple(evidence),
-            advice=(
-                "do what status.reason says"
-                if status.get("reason")
-                else f"look at the node service's log on node {node} (kubectl fluid debug pod POD tails it)"
-            )
-            + f"; kubectl fluid mounts --node {node} shows the mount",
+            # The reason is the node service's (or the controller's) own words for what to do.
+            advice=" ".join(str(status["reason"]).split())
+            if status.get("reason")
+            else f"look at the CSI node service's log on node {node} (kubectl fluid debug pod POD tails it)",
         )
 
 
