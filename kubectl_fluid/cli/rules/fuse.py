@@ -71,11 +71,12 @@ def failed_mount(snap: Snapshot, scope: Scope) -> Iterator[Finding]:
             rule=FAILED_MOUNT,
             severity="error",
             object=ObjectRef("Pod", name, ns),
-            message=f"kubelet cannot mount the pod's volumes on node {node or '?'}: it stays Pending",
+            # kubelet's words carry the cause (the CSI node's refusal, what it waits for): the message.
+            message=f"kubelet cannot mount its volumes on node {node or '?'}: {event_line(event)}",
             evidence=(f"Event {event_line(event)}",),
             advice=(
-                "the message is the CSI node's (or kubelet's) answer: fix what it names; kubectl fluid "
-                f"debug pod {name} -n {ns} walks the volume to its FUSE and tails the logs"
+                "fix what the CSI node (or kubelet) names; kubectl fluid debug pod "
+                f"{name} -n {ns} walks the volume to its FUSE and tails the logs"
             ),
         )
 
