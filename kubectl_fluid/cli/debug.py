@@ -102,14 +102,14 @@ def _debug(session: Session, name: str, tail: int) -> tuple[Walk, dict[LogSource
     snap = snapshot.read(api, ns)
     pod = snap.get("pods", ns, name)
     if pod is None:
-        missing = never_created(snap, ns, name)
-        if missing is None:
+        result = never_created(snap, ns, name, _system_pods(session))
+        if result is None:
             raise CliError(not_found(api, f'pod "{name}"', ns))
-        return missing, {}
-    scope = Scope(pod=(ns, name))
-    findings = [f for rule in all_rules() for f in rule(snap, scope)]
-    explanation = diagnose(gather(session, name, pod))
-    result = walk(snap, pod, _system_pods(session), findings, explanation)
+    else:
+        scope = Scope(pod=(ns, name))
+        findings = [f for rule in all_rules() for f in rule(snap, scope)]
+        explanation = diagnose(gather(session, name, pod))
+        result = walk(snap, pod, _system_pods(session), findings, explanation)
     logs = {source: _log(session, source, tail) for source in result.logs} if tail else {}
     return result, logs
 

@@ -209,11 +209,11 @@ def _clients(snap: Snapshot, ns: str, node: str, datasets: list[str], w: Walk) -
         w.rows.append(("Clients", lines))
 
 
-def never_created(snap: Snapshot, namespace: str, name: str) -> Walk | None:
+def never_created(snap: Snapshot, namespace: str, name: str, system_pods: Sequence[Obj] = ()) -> Walk | None:
     """A pod that does not exist but whose creator (a ReplicaSet, Job, StatefulSet or DaemonSet named
     as a prefix of ``name``, or ``name`` a prefix of it: a Deployment's) failed to create pods: its
-    newest FailedCreate Event (an admission webhook's denial word for word) says why. None when no
-    such Event is there."""
+    newest FailedCreate Event (an admission webhook's denial word for word) says why, and the
+    webhook's log is tailed. None when no such Event is there."""
     from kubectl_fluid.cli.eventview import CREATE_REASONS, event_line, newest
 
     def creates(event: Mapping[str, Any]) -> bool:
@@ -231,6 +231,7 @@ def never_created(snap: Snapshot, namespace: str, name: str) -> Walk | None:
     w = Walk(namespace, name)
     w.rows.append(("Pod", [f"{namespace}/{name}: not found (never created)"]))
     w.rows.append(("Creator", [f"{creator}: {event_line(event)}"]))
+    w.logs = [_source(p, None, "the webhook") for p in _component(system_pods, names.WEBHOOK_COMPONENT)]
     message = " ".join(str(event.get("message") or "").split())
     w.causes = [
         Cause(

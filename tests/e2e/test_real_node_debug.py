@@ -280,6 +280,7 @@ def test_an_injection_refused_by_the_webhook_is_named_by_the_failed_create(bed: 
     report = wait_failed(bed, "refused", "pod-never-created")
     assert "denied the request" in report, report
     assert "no-such-dataset" in report, report
+    assert f"Log {SYSTEM}/fluid-webhook-" in report, report  # the webhook's log tailed
     kubectl(bed.kc, "-n", APPS, "delete", "deployment", "refused")
 
 

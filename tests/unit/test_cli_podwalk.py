@@ -176,3 +176,12 @@ def test_a_pod_never_created_is_told_by_its_creators_failed_create() -> None:
         assert w.failed.rule == podwalk.NEVER_CREATED
         assert denial in w.failed.text
     assert podwalk.never_created(snap, "ns", "other-pod") is None
+    webhook = obj(
+        "fluid-webhook-x",
+        namespace=names.FLUID_NAMESPACE,
+        metadata={"labels": {names.LABEL_APP_COMPONENT: names.WEBHOOK_COMPONENT}},
+        spec={"containers": [{"name": "webhook"}]},
+    )
+    w = podwalk.never_created(snap, "ns", "app", [webhook, CSI_POD])
+    assert w is not None
+    assert [(s.pod, s.container) for s in w.logs] == [("fluid-webhook-x", "webhook")]
