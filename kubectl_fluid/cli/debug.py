@@ -10,7 +10,7 @@ are pure (``podwalk.py``, ``rules/``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -90,6 +90,7 @@ def debug(kind: str, name: str, tail: int, settings: Settings) -> None:
 
 
 def _debug(session: Session, name: str, tail: int) -> tuple[Walk, dict[LogSource, str]]:
+    from kubectl_fluid.api import names
     from kubectl_fluid.cli import snapshot
     from kubectl_fluid.cli.checks import not_found
     from kubectl_fluid.cli.diagnosis import diagnose
@@ -100,22 +101,25 @@ def _debug(session: Session, name: str, tail: int) -> tuple[Walk, dict[LogSource
 
     api, ns = session.api, session.namespace
     snap = snapshot.read(api, ns)
+    system_pods = _system_pods(session)
+    if system_pods is not None:
+        snap.add_pods(names.FLUID_NAMESPACE, system_pods)  # the FUSE pods the rules look for
     pod = snap.get("pods", ns, name)
     if pod is None:
-        result = never_created(snap, ns, name, _system_pods(session))
+        result = never_created(snap, ns, name, system_pods or [])
         if result is None:
             raise CliError(not_found(api, f'pod "{name}"', ns))
     else:
         scope = Scope(pod=(ns, name))
         findings = [f for rule in all_rules() for f in rule(snap, scope)]
         explanation = diagnose(gather(session, name, pod))
-        result = walk(snap, pod, _system_pods(session), findings, explanation)
+        result = walk(snap, pod, system_pods or [], findings, explanation)
     logs = {source: _log(session, source, tail) for source in result.logs} if tail else {}
     return result, logs
 
 
-def _system_pods(session: Session) -> list[dict[str, object]]:
-    """fluid-system's pods (CSI node pods, webhook, standalone FUSE pods); none when RBAC forbids."""
+def _system_pods(session: Session) -> list[dict[str, Any]] | None:
+    """fluid-system's pods (CSI node pods, webhook, standalone FUSE pods); None when RBAC forbids."""
     from kubectl_fluid.api import names
     from kubectl_fluid.kube import resources
     from kubectl_fluid.kube.errors import ApiError
@@ -123,7 +127,7 @@ def _system_pods(session: Session) -> list[dict[str, object]]:
     try:
         return session.api.list(resources.PODS.collection_path(names.FLUID_NAMESPACE))
     except ApiError:
-        return []
+        return None
 
 
 def _log(session: Session, source: LogSource, tail: int) -> str:

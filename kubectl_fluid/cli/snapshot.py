@@ -69,12 +69,28 @@ class Snapshot:
     lists: dict[str, list[Obj]] = field(default_factory=dict)
     # kind → why it could not be read (RBAC, not served): its list reads as empty.
     unreadable: dict[str, str] = field(default_factory=dict)
+    # Namespaces whose pods were read besides the snapshot's own (fluid-system's, for debug pod).
+    pod_namespaces: set[str] = field(default_factory=set)
 
     def items(self, kind: str) -> list[Obj]:
         return self.lists.get(kind) or []
 
     def readable(self, kind: str) -> bool:
         return kind in self.lists
+
+    def add_pods(self, namespace: str, pods: list[Obj]) -> None:
+        """Every pod of another namespace, read apart (one list), joined to the snapshot's."""
+        if self.namespace is None or namespace == self.namespace or namespace in self.pod_namespaces:
+            return
+        self.lists["pods"] = [*self.items("pods"), *pods]
+        self.pod_namespaces.add(namespace)
+        self._indexes.pop("pods", None)
+
+    def sees_pods_of(self, namespace: str) -> bool:
+        """Whether every pod of ``namespace`` is in the snapshot, so a pod not found there is gone."""
+        return self.readable("pods") and (
+            self.namespace in (None, namespace) or namespace in self.pod_namespaces
+        )
 
     # -- one object by name --------------------------------------------------------------------------
     def get(self, kind: str, namespace: str, name: str) -> Obj | None:

@@ -6,6 +6,8 @@ FUSE rules of ``diagnose`` (cli/rules/nodes.py, fuse.py) are provoked here:
 
 - a standalone FUSE stuck (its process stopped, SIGSTOP: the node service's health check marks the
   FuseMount Broken after its deadline): ``fuse-broken``; SIGCONT: OK;
+- that FUSE killed -9 while a ResourceQuota keeps its pod from being replaced: ``fuse-pod-not-running``
+  (the FuseMount still says Ready); the quota deleted: OK;
 - a missing client (a FUSE Dataset whose client DaemonSet's nodeSelector keeps it off every node, so
   NodeStage waits and kubelet's FailedMount carries the CSI's FailedPrecondition): ``failed-mount``,
   with the walk saying the node has no client pod;
@@ -206,6 +208,43 @@ def test_a_stuck_standalone_fuse_is_named_and_ok_again_once_it_answers(bed: Bed)
         assert "has not answered" in report, report
     finally:
         os.kill(pid, signal.SIGCONT)
+    wait_healthy(bed, "app")
+
+
+def test_a_fuse_killed_and_kept_from_coming_back_is_named_and_ok_once_replaced(bed: Bed) -> None:
+    """The FUSE program killed -9 while a quota keeps fluid-system from making another pod: the node
+    service deletes the dead FUSE pod and cannot replace it (its FuseMount still says Ready: a dead
+    FUSE answers ENOTCONN, which the health check leaves to the replacement). The quota gone, the node
+    service's next try replaces it."""
+    n0 = NODES[0]
+    [fuse] = kget(
+        bed, "-n", SYSTEM, "pods", "-l", names.LABEL_MOUNT_KEY, f"--field-selector=spec.nodeName={n0}"
+    )["items"]
+    key = fuse["metadata"]["labels"][names.LABEL_MOUNT_KEY]
+    running_pods = [
+        p for p in kget(bed, "-n", SYSTEM, "pods")["items"] if p["status"].get("phase") == "Running"
+    ]
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "no-new-pods", "namespace": SYSTEM},
+        "spec": {"hard": {"pods": str(len(running_pods) - 1)}},
+    }
+    apply(bed, quota)
+    eventually(
+        lambda: (
+            "pods"
+            in kget(bed, "-n", SYSTEM, "resourcequota", "no-new-pods").get("status", {}).get("used", {})
+        ),
+        "the quota counted",
+    )
+    [pid] = fuse_processes(bed.node(n0), key)
+    os.kill(pid, signal.SIGKILL)
+    try:
+        report = wait_failed(bed, "app", "fuse-pod-not-running")
+        assert "quota" in report, report  # the node service's log says why it cannot replace it
+    finally:
+        kubectl(bed.kc, "-n", SYSTEM, "delete", "resourcequota", "no-new-pods")
     wait_healthy(bed, "app")
 
 

@@ -157,3 +157,35 @@ def test_rules_are_gathered_in_order() -> None:
         nodes.NODE_NOT_READY_WITH_FUSE,
         fuse.FUSE_BROKEN,
     ]
+
+
+def fuse_pod(name: str, phase: str = "Running", **meta: Any) -> dict[str, Any]:
+    return obj(name, namespace=names.FLUID_NAMESPACE, metadata=meta, status={"phase": phase})
+
+
+def test_fuse_pod_not_running_when_the_pods_namespace_was_read() -> None:
+    standalone = obj("n1-sc", namespace="", spec={"nodeName": "n1", "mode": "standalone"})
+    target = {"volumes": [{"volumeId": "v", "targets": [{"path": "/p", "pod": "ns/app"}]}]}
+    standalone["status"] = {"phase": "Ready", "refCount": 1, "podName": "curvine-fuse-x", **target}
+    s = snap(fusemounts=[standalone])
+    # fluid-system's pods not read: nothing to say.
+    assert list(fuse.fuse_pod_not_running(s, POD)) == []
+    s.add_pods(names.FLUID_NAMESPACE, [])
+    [f] = list(fuse.fuse_pod_not_running(s, POD))
+    assert f.rule == fuse.FUSE_POD_NOT_RUNNING
+    assert "its FUSE pod fluid-system/curvine-fuse-x on node n1 is gone" in f.message
+    for pod, said in (
+        (fuse_pod("curvine-fuse-x", "Failed"), "is Failed"),
+        (fuse_pod("curvine-fuse-x", deletionTimestamp="2026-01-01T00:00:00Z"), "is being deleted"),
+    ):
+        s = snap(fusemounts=[standalone])
+        s.add_pods(names.FLUID_NAMESPACE, [pod])
+        [f] = list(fuse.fuse_pod_not_running(s, POD))
+        assert said in f.message
+    s = snap(fusemounts=[standalone])
+    s.add_pods(names.FLUID_NAMESPACE, [fuse_pod("curvine-fuse-x")])
+    assert list(fuse.fuse_pod_not_running(s, POD)) == []
+    # A client mount's pod is the runtime's client, in the dataset's namespace (the snapshot's).
+    s = snap(fusemounts=[mount("n1-abc", podName="ds-client-1")])
+    [f] = list(fuse.fuse_pod_not_running(s, POD))
+    assert "the runtime's client pod ns/ds-client-1 on node n1 is gone" in f.message

@@ -10,8 +10,9 @@ newest ``FailedMount`` (the CSI node's refusal word for word) is shown while the
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from kubectl_fluid.api import names
 from kubectl_fluid.cli.rules import inscope
 from kubectl_fluid.cli.rules.finding import Finding, ObjectRef
 from kubectl_fluid.cli.snapshot import key, name_of
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from kubectl_fluid.cli.snapshot import Snapshot
 
 FUSE_BROKEN = "fuse-broken"
+FUSE_POD_NOT_RUNNING = "fuse-pod-not-running"
 FAILED_MOUNT = "failed-mount"
 # The phases of a FuseMount that serve no data: Broken (the node service's), Unknown (the node lost).
 BAD_PHASES = ("Broken", "Unknown")
@@ -56,6 +58,63 @@ def fuse_broken(snap: Snapshot, scope: Scope) -> Iterator[Finding]:
         )
 
 
+def fuse_pod_not_running(snap: Snapshot, scope: Scope) -> Iterator[Finding]:
+    """A staged mount whose FUSE pod (standalone: fluid-system's; client: the runtime's client) is gone
+    or not running: its FUSE died and was not replaced. The node service replaces a standalone pod and
+    kubelet restarts a client's container; until then the volumes serve nothing, whatever the phase
+    says (a dead FUSE answers ENOTCONN, which the node's health check leaves to the replacement)."""
+    for mount in inscope.fusemounts(snap, scope):
+        spec, status = mount.get("spec") or {}, mount.get("status") or {}
+        name = status.get("podName")
+        if not name or not status.get("refCount") or status.get("phase") not in ("Ready", "Broken"):
+            continue
+        client = spec.get("mode") == "client"
+        namespace = (
+            str((spec.get("dataset") or {}).get("namespace") or "") if client else names.FLUID_NAMESPACE
+        )
+        if not snap.sees_pods_of(namespace):
+            continue  # not read: nothing to say
+        pod = snap.get("pods", namespace, str(name))
+        state = _not_running(pod)
+        if state is None:
+            continue
+        node = spec.get("nodeName", "?")
+        what = "the runtime's client pod" if client else "its FUSE pod"
+        yield Finding(
+            rule=FUSE_POD_NOT_RUNNING,
+            severity="error",
+            object=ObjectRef("FuseMount", name_of(mount)),
+            message=(
+                f"{what} {namespace}/{name} on node {node} {state}: the FUSE of {status.get('refCount')} "
+                "staged volume(s) is not served"
+            ),
+            evidence=(f"status.podName: {name}", f"status.phase: {status.get('phase')}", f"pod: {state}"),
+            advice=(
+                f"the CSI node service on {node} replaces a FUSE pod: its log says why it cannot (a quota, "
+                "the FUSE pod policy, the image); kubectl fluid debug pod POD tails it"
+                if not client
+                else f"kubelet restarts the client's container: kubectl -n {namespace} describe pod {name}"
+            ),
+        )
+
+
+def _not_running(pod: dict[str, Any] | None) -> str | None:
+    """How a FUSE pod is not serving (``is gone``, ``is Failed``...), or None while it runs."""
+    if pod is None:
+        return "is gone"
+    meta, status = pod.get("metadata") or {}, pod.get("status") or {}
+    if meta.get("deletionTimestamp"):
+        return "is being deleted"
+    if status.get("phase") != "Running":
+        return f"is {status.get('phase') or 'not running'}"
+    waiting = [
+        f"{c.get('name')} {((c.get('state') or {}).get('waiting') or {}).get('reason', 'waiting')}"
+        for c in status.get("containerStatuses") or ()
+        if (c.get("state") or {}).get("waiting") or (c.get("state") or {}).get("terminated")
+    ]
+    return f"has its container not running ({', '.join(waiting)})" if waiting else None
+
+
 def failed_mount(snap: Snapshot, scope: Scope) -> Iterator[Finding]:
     from kubectl_fluid.cli.eventview import MOUNT_REASONS, event_line, newest
 
@@ -81,4 +140,4 @@ def failed_mount(snap: Snapshot, scope: Scope) -> Iterator[Finding]:
         )
 
 
-RULES: list[Rule] = [fuse_broken, failed_mount]
+RULES: list[Rule] = [fuse_broken, fuse_pod_not_running, failed_mount]
