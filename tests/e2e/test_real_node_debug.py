@@ -241,8 +241,15 @@ def test_a_fuse_killed_and_kept_from_coming_back_is_named_and_ok_once_replaced(b
     [pid] = fuse_processes(bed.node(n0), key)
     os.kill(pid, signal.SIGKILL)
     try:
-        report = wait_failed(bed, "app", "fuse-pod-not-running")
-        assert "quota" in report, report  # the node service's log says why it cannot replace it
+        wait_failed(bed, "app", "fuse-pod-not-running")
+        # The node service's log, tailed, says why it cannot replace it.
+        report = eventually(
+            lambda: (r := debug(bed, "app")[1]) and "exceeded quota" in r and r,
+            "the quota in the CSI log",
+            timeout=60,
+        )
+        assert last_line(report).startswith("Failed reason: [fuse-pod-not-running]"), report
+        print(f"$ kubectl fluid debug pod app\n{report}")
     finally:
         kubectl(bed.kc, "-n", SYSTEM, "delete", "resourcequota", "no-new-pods")
     wait_healthy(bed, "app")

@@ -177,6 +177,18 @@ def test_fuse_pod_not_running_when_the_pods_namespace_was_read() -> None:
     for pod, said in (
         (fuse_pod("curvine-fuse-x", "Failed"), "is Failed"),
         (fuse_pod("curvine-fuse-x", deletionTimestamp="2026-01-01T00:00:00Z"), "is being deleted"),
+        (
+            {
+                **fuse_pod("curvine-fuse-x"),
+                "status": {
+                    "phase": "Running",
+                    "containerStatuses": [
+                        {"name": "fuse", "state": {"terminated": {"reason": "Error", "exitCode": 137}}}
+                    ],
+                },
+            },
+            "has its container not running (fuse terminated: Error, exit code 137)",
+        ),
     ):
         s = snap(fusemounts=[standalone])
         s.add_pods(names.FLUID_NAMESPACE, [pod])

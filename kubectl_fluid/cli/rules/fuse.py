@@ -107,12 +107,17 @@ def _not_running(pod: dict[str, Any] | None) -> str | None:
         return "is being deleted"
     if status.get("phase") != "Running":
         return f"is {status.get('phase') or 'not running'}"
-    waiting = [
-        f"{c.get('name')} {((c.get('state') or {}).get('waiting') or {}).get('reason', 'waiting')}"
-        for c in status.get("containerStatuses") or ()
-        if (c.get("state") or {}).get("waiting") or (c.get("state") or {}).get("terminated")
-    ]
-    return f"has its container not running ({', '.join(waiting)})" if waiting else None
+    stopped = []
+    for c in status.get("containerStatuses") or ():
+        state = c.get("state") or {}
+        if state.get("terminated"):
+            done = state["terminated"]
+            stopped.append(
+                f"{c.get('name')} terminated: {done.get('reason', '?')}, exit code {done.get('exitCode')}"
+            )
+        elif state.get("waiting"):
+            stopped.append(f"{c.get('name')} waiting: {state['waiting'].get('reason', '?')}")
+    return f"has its container not running ({'; '.join(stopped)})" if stopped else None
 
 
 def failed_mount(snap: Snapshot, scope: Scope) -> Iterator[Finding]:
