@@ -279,12 +279,13 @@ def test_a_clientless_datasets_pvc_is_named_ahead_of_its_failed_mount(bed: Bed) 
     apply(bed, *static_volume(name, **{names.VOLUME_ATTR_CLIENTLESS: "true"}), app_pod(name, name, NODES[0]))
     wait_failed(bed, name, "clientless-pvc")  # from its PV alone, before kubelet even tried
     # kubelet's FailedMount comes next: found too, and still the clientless PVC named as its cause.
-    report = eventually(
-        lambda: (r := failed_with(bed, name, "clientless-pvc")) and "[failed-mount]" in r and r,
-        "the FailedMount found beside the clientless PVC",
-        timeout=120,
-        interval=2,
-    )
+
+    def both() -> str | None:
+        report = failed_with(bed, name, "clientless-pvc")
+        return report if report and "[failed-mount]" in report else None
+
+    report = eventually(both, "the FailedMount found beside the clientless PVC", timeout=120, interval=2)
+    assert report is not None
     assert "this dataset is clientless" in report, report  # the CSI node's words
     kubectl(bed.kc, "-n", APPS, "delete", "pod", name, "--wait=false")
 
