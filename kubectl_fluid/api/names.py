@@ -758,3 +758,10 @@ KIND_DATASET_INSPECTION: Final = "DatasetInspection"
 # generateName of the pod ``kubectl fluid diagnose`` creates with dryRun=All to ask whether the API
 # server reaches the webhook (never stored).
 DIAGNOSE_PROBE_PREFIX: Final = "fluid-diagnose-probe-"
+
+# --- debug pod (issue 32) -------------------------------------------------------------------------
+# fluid-system's pods by their component label (manifests/): the node's CSI node pod, the webhook.
+CSI_NODE_DAEMONSET: Final = "fluid-csi-node"
+CSI_NODE_COMPONENT: Final = "csi-node"
+CSI_NODE_CONTAINER: Final = "csi-driver"
+WEBHOOK_COMPONENT: Final = "webhook"

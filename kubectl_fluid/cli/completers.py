@@ -124,6 +124,13 @@ def pods(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Co
     return _items([f"pod/{n}" for n in _names(ctx, resources.PODS.collection_path)], incomplete)
 
 
+def pod_names(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """Bare pod names of the namespace (``debug pod NAME``)."""
+    from kubectl_fluid.kube import resources
+
+    return _items(_names(ctx, resources.PODS.collection_path), incomplete)
+
+
 def nodes(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
     """Nodes that have FUSE mounts (what ``--node`` filters)."""
     from kubectl_fluid.kube import resources

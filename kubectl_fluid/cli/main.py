@@ -50,6 +50,10 @@ VERBS = {
         "kubectl_fluid.cli.diagnose",
         "Find what keeps a dataset, or a pod's datasets, from working: each finding with its rule ID.",
     ),
+    "debug": (
+        "kubectl_fluid.cli.debug",
+        "Walk a pod to the objects, node, FUSE and logs behind it; name what fails.",
+    ),
     "load": ("kubectl_fluid.cli.load", "Load a dataset's data into its cache: create a DataLoad."),
     "bundle": (
         "kubectl_fluid.cli.bundle",

@@ -75,12 +75,28 @@ class Snapshot:
     # diagnose's probe of the webhook: namespace → the API server's refusal of a pod labelled for
     # injection created there with dryRun=All, None when it admitted it; empty when not probed.
     probes: dict[str, str | None] = field(default_factory=dict)
+    # Namespaces whose pods were read besides the snapshot's own (fluid-system's, for debug pod).
+    pod_namespaces: set[str] = field(default_factory=set)
 
     def items(self, kind: str) -> list[Obj]:
         return self.lists.get(kind) or []
 
     def readable(self, kind: str) -> bool:
         return kind in self.lists
+
+    def add_pods(self, namespace: str, pods: list[Obj]) -> None:
+        """Every pod of another namespace, read apart (one list), joined to the snapshot's."""
+        if self.namespace is None or namespace == self.namespace or namespace in self.pod_namespaces:
+            return
+        self.lists["pods"] = [*self.items("pods"), *pods]
+        self.pod_namespaces.add(namespace)
+        self._indexes.pop("pods", None)
+
+    def sees_pods_of(self, namespace: str) -> bool:
+        """Whether every pod of ``namespace`` is in the snapshot, so a pod not found there is gone."""
+        return self.readable("pods") and (
+            self.namespace in (None, namespace) or namespace in self.pod_namespaces
+        )
 
     # -- one object by name --------------------------------------------------------------------------
     def get(self, kind: str, namespace: str, name: str) -> Obj | None:
@@ -162,6 +178,31 @@ class Snapshot:
             if key(d)[0] == namespace
             and _names(((d.get("spec") or {}).get("dataset") or {}), namespace, dataset)
         ]
+
+    # -- a pod's volumes and node (debug pod, the node and FUSE rules) --------------------------------
+    def pod_claims(self, pod: Mapping[str, Any]) -> list[tuple[str, Obj | None, Obj | None]]:
+        """(claim name, its PVC, the PV it is bound to) of each PVC the pod mounts; None where it is not
+        in the snapshot (not made yet, or unreadable)."""
+        from kubectl_fluid.cli.podview import claim_names
+
+        namespace = key(pod)[0]
+        found: list[tuple[str, Obj | None, Obj | None]] = []
+        for claim in claim_names(pod):
+            pvc = self.get("persistentvolumeclaims", namespace, claim)
+            volume = ((pvc or {}).get("spec") or {}).get("volumeName")
+            found.append((claim, pvc, self.get("persistentvolumes", "", str(volume)) if volume else None))
+        return found
+
+    def fusemounts_on(self, node: str) -> list[Obj]:
+        return [m for m in self.items("fusemounts") if (m.get("spec") or {}).get("nodeName") == node]
+
+    def csi_drivers(self, node: str) -> set[str] | None:
+        """The CSI drivers registered on the node (its CSINode's), or None when CSINodes cannot be read;
+        a node without a CSINode has none."""
+        if not self.readable("csinodes"):
+            return None
+        csinode = self.get("csinodes", "", node) or {}
+        return {str(d.get("name")) for d in (csinode.get("spec") or {}).get("drivers") or ()}
 
     def events_for(self, involved: Iterable[Mapping[str, Any]]) -> list[Obj]:
         """Events of these objects, oldest first (by uid when the Event names one, else kind+name)."""

@@ -157,6 +157,11 @@ class Api:
             raise
         return found
 
+    def text(self, path: str, params: dict[str, str] | None = None) -> str:
+        """A plain-text answer (a pod's ``/log``, which the server serves as text/plain but answers only
+        to an Accept of ``*/*`` or one of its serializers'), decoded as UTF-8, bad bytes replaced."""
+        return self._call("GET", path, params, None, JSON, accept="*/*").decode("utf-8", "replace")
+
     def pages(
         self,
         path: str,

@@ -288,6 +288,9 @@ def test_completion_in_cobras_protocol(
     assert completions(monkeypatch, capsys, "config", "show", "") == [":4"]
     assert completions(monkeypatch, capsys, "diagnose", "") == ["dataset", "pod", ":4"]
     assert completions(monkeypatch, capsys, "diagnose", "dataset", "") == [":4"]
+    # debug takes "pod" then a pod's bare name.
+    assert completions(monkeypatch, capsys, "debug", "") == ["pod", ":4"]
+    assert completions(monkeypatch, capsys, "debug", "pod", "") == [":4"]
     assert capsys.readouterr().err == ""
 
 
@@ -304,6 +307,7 @@ def test_dataset_list_completion_continues_after_commas(monkeypatch: pytest.Monk
     assert [i.value for i in completers.diagnose_names(diagnose, None, "d")] == ["ds1", "ds2"]  # type: ignore[arg-type]
     diagnose.params["what"] = "pod"
     assert [i.value for i in completers.diagnose_names(diagnose, None, "o")] == ["other"]  # type: ignore[arg-type]
+    assert [i.value for i in completers.pod_names(None, None, "o")] == ["other"]  # type: ignore[arg-type]
     # explain takes pods and workloads (rs/ too).
     assert [i.value for i in completers.explained(None, None, "pod/o")] == ["pod/other"]  # type: ignore[arg-type]
     assert [i.value for i in completers.explained(None, None, "rs/")] == [  # type: ignore[arg-type]

@@ -112,3 +112,30 @@ def test_datasets_unreadable_is_an_error() -> None:
     path = snapshot.KINDS["datasets"].collection_path("ns")
     with pytest.raises(ApiError):
         snapshot.read(Pages({path: ApiError(403, "Forbidden", "no", method="GET", path=path)}), "ns")  # type: ignore[arg-type]
+
+
+def test_a_pods_claims_and_a_nodes_mounts_and_drivers() -> None:
+    snap = snapshot.Snapshot(
+        "ns",
+        lists={
+            "persistentvolumeclaims": [obj("ds", spec={"volumeName": "pv-ds"}), obj("unbound", spec={})],
+            "persistentvolumes": [obj("pv-ds", namespace="")],
+            "fusemounts": [
+                obj("m1", namespace="", spec={"nodeName": "n1"}),
+                obj("m2", namespace="", spec={"nodeName": "n2"}),
+            ],
+            "csinodes": [obj("n1", namespace="", spec={"drivers": [{"name": names.CSI_DRIVER}]})],
+        },
+    )
+    p = pod("app", claim="ds")
+    p["spec"]["volumes"].append({"name": "x", "persistentVolumeClaim": {"claimName": "unbound"}})
+    p["spec"]["volumes"].append({"name": "y", "persistentVolumeClaim": {"claimName": "missing"}})
+    found = [
+        (c, snapshot.name_of(pvc or {}), snapshot.name_of(pv or {})) for c, pvc, pv in snap.pod_claims(p)
+    ]
+    assert found == [("ds", "ds", "pv-ds"), ("missing", "", ""), ("unbound", "unbound", "")]
+    assert [snapshot.name_of(m) for m in snap.fusemounts_on("n1")] == ["m1"]
+    assert snap.csi_drivers("n1") == {names.CSI_DRIVER}
+    assert snap.csi_drivers("n2") == set()  # no CSINode: nothing registered
+    del snap.lists["csinodes"]
+    assert snap.csi_drivers("n1") is None  # unreadable: unknown

@@ -11,7 +11,7 @@ import importlib
 from kubectl_fluid.cli.rules.finding import Rule
 
 # The rule modules, in the order their findings are reported.
-MODULES: tuple[str, ...] = ("dataset", "runtime", "webhook")
+MODULES: tuple[str, ...] = ("dataset", "runtime", "nodes", "fuse", "webhook")
 
 
 def all_rules() -> list[Rule]:
