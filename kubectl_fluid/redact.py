@@ -7,12 +7,13 @@ Two kinds of thing are masked, whatever printed them:
 - a value whose *key* names a credential: ``KEY=VALUE``, ``KEY: VALUE``, ``"KEY": "VALUE"`` (JSON
   inside an annotation or a runtime config's options) and ``--KEY VALUE``/``--KEY=VALUE`` on a command
   line, where the key holds secret, password, passwd, token, credential, access key, private key,
-  api key or auth. Curvine's mountUfs.sh prints its whole ``cv mount`` command line, S3 secret key
+  api key or authorization. Curvine's mountUfs.sh prints its whole ``cv mount`` command line, S3 secret key
   included (``-c s3.credentials.secret=...``); upstream Fluid redacts the command it logs, not the
   output.
 - a value that *looks* like one whatever its key: an ``Authorization: Bearer``/``Basic`` credential,
   a JWT (three base64url parts, the first two ``eyJ``), an AWS access key id (``AKIA``/``ASIA`` and 16
-  more), a PEM private key block.
+  more), a PEM private key block, the password of a URL's user (``s3://KEY:SECRET@host/b``,
+  ``https://user:pass@host``: a Dataset's mountPoint, a FUSE's log).
 
 ``redact_object()`` applies the same to every string of an API object, and masks the ``value`` of an
 env entry (``{name, value}``) or ConfigMap key whose name names a credential. A secret printed bare, in
@@ -48,6 +49,8 @@ _FLAG = re.compile(rf"""(?i)(?<![\w.\-])(--?{_KEY})(\s+)(?!-){_VALUE}""")
 _BEARER = re.compile(r"(?i)\b(bearer|basic)(\s+)([A-Za-z0-9\-._~+/]{8,}=*)")
 _JWT = re.compile(r"\beyJ[A-Za-z0-9_\-]{4,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*")
 _AWS_KEY_ID = re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")
+# scheme://user:password@ : the password masked, the user kept (it tells which account).
+_URL_PASSWORD = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]{0,15}://[^\s/:@]{1,256}:)([^\s/@]{1,1024})(@)")
 _PEM = re.compile(r"-----BEGIN ([A-Z0-9 ]*PRIVATE KEY)-----.*?(?:-----END \1-----|\Z)", re.DOTALL)
 
 
@@ -59,6 +62,8 @@ def redact(text: str) -> str:
         text = _PEM.sub(lambda m: f"-----BEGIN {m.group(1)}-----{MASK}-----END {m.group(1)}-----", text)
     if "eyJ" in text:
         text = _JWT.sub(MASK, text)
+    if "://" in text:
+        text = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}{MASK}{m.group(3)}", text)
     if "AKIA" in text or "ASIA" in text:
         text = _AWS_KEY_ID.sub(MASK, text)
     low = text.lower()

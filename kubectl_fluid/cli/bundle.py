@@ -128,11 +128,12 @@ def bundle(dataset: str | None, archive: str | None, settings: Settings) -> None
     from kubectl_fluid.cli.errors import CliError
     from kubectl_fluid.cli.output import warn
     from kubectl_fluid.cli.version import document, read_versions
+    from kubectl_fluid.kube.errors import ApiError
 
     if dataset is not None:
         checked_dataset(dataset)
         if settings.all_namespaces:
-            raise click.UsageError("--dataset names a dataset of one namespace: pass -n, not -A")
+            raise CliError("--dataset names a dataset of one namespace: pass -n NAMESPACE, not -A")
     path = archive or default_name()
     progress = Progress(sys.stderr)
     session = settings.open()
@@ -153,7 +154,13 @@ def bundle(dataset: str | None, archive: str | None, settings: Settings) -> None
             progress=lambda kind, count: collected(kind, count, f"{names.FLUID_NAMESPACE} "),
         )
         progress.step("collecting versions…")
-        server, components = read_versions(api, names.FLUID_NAMESPACE)
+        unreadable = {**snap.unreadable, **system.unreadable}
+        try:
+            server, components = read_versions(api, names.FLUID_NAMESPACE)
+        except ApiError as e:
+            # RBAC may forbid the product's Deployments/DaemonSets: the rest of the archive still helps.
+            server, components = {}, []
+            unreadable["versions"] = f"{e.code} {e.reason or ''}".strip()
         scope = bundleplan.in_scope(snap, (session.namespace, dataset) if dataset else None)
         described = "all namespaces" if namespace is None else f"namespace {namespace}"
         if not scope:
@@ -167,7 +174,7 @@ def bundle(dataset: str | None, archive: str | None, settings: Settings) -> None
                 plugin=__version__,
                 context=session.access.context,
                 scope=f"dataset {session.namespace}/{dataset}" if dataset else described,
-                unreadable={**snap.unreadable, **system.unreadable},
+                unreadable=unreadable,
                 missing=plan.missing,
                 failed_logs=failed,
             )
@@ -223,7 +230,7 @@ def _logs(api: Api, plan: Plan, progress: Progress, add: Callable[[str, bytes], 
     """Fetch each log of the plan into the archive; the ones the server would not give, with why."""
     from kubectl_fluid.cli import bundleplan
     from kubectl_fluid.kube import resources
-    from kubectl_fluid.kube.errors import ApiError
+    from kubectl_fluid.kube.errors import ApiError, Unreachable
 
     failed = []
     total = len(plan.logs)
@@ -240,6 +247,10 @@ def _logs(api: Api, plan: Plan, progress: Progress, add: Callable[[str, bytes], 
             raw = api.raw(resources.pod_log_path(request.namespace, request.pod), params)
         except ApiError as e:
             failed.append(f"{request.path}: {e.message or e.reason or e.code}")
+            continue
+        except Unreachable as e:
+            # One kubelet that does not answer (its node lost) costs its log, not the archive.
+            failed.append(f"{request.path}: {e}")
             continue
         add(request.path, bundleplan.log_content(raw))
     return failed

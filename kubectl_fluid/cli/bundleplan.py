@@ -82,11 +82,15 @@ Extra = Callable[[Snapshot, Sequence[tuple[str, str]]], Iterable[Entry]]
 def diagnosis(snap: Snapshot, datasets: Sequence[tuple[str, str]]) -> Iterable[Entry]:
     """``diagnose.json``: diagnose's report over the bundled datasets, from the same snapshot (the
     webhook probe, a dry-run create, is not made: bundle only reads, so that rule is listed skipped)."""
+    import dataclasses
+
     from kubectl_fluid.cli import rules
     from kubectl_fluid.cli.rules.finding import Scope
     from kubectl_fluid.cli.rules.report import run, to_json
+    from kubectl_fluid.cli.snapshot import NOT_PROBED, PROBE
 
-    report = run(snap, Scope(datasets=tuple(datasets)), rules.all_rules())
+    unprobed = dataclasses.replace(snap, unreadable={PROBE: NOT_PROBED, **snap.unreadable})
+    report = run(unprobed, Scope(datasets=tuple(datasets)), rules.all_rules())
     yield Entry("diagnose.json", to_json(report))
 
 

@@ -10,7 +10,7 @@ are pure (``podwalk.py``, ``rules/``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -90,7 +90,6 @@ def debug(kind: str, name: str, tail: int, settings: Settings) -> None:
 
 
 def _debug(session: Session, name: str, tail: int) -> tuple[Walk, dict[LogSource, str]]:
-    from kubectl_fluid.api import names
     from kubectl_fluid.cli import snapshot
     from kubectl_fluid.cli.checks import not_found
     from kubectl_fluid.cli.diagnosis import diagnose
@@ -98,12 +97,13 @@ def _debug(session: Session, name: str, tail: int) -> tuple[Walk, dict[LogSource
     from kubectl_fluid.cli.podwalk import never_created, walk
     from kubectl_fluid.cli.rules import all_rules
     from kubectl_fluid.cli.rules.finding import Scope
+    from kubectl_fluid.cli.rules.report import run
+    from kubectl_fluid.cli.snapshot import NOT_PROBED, PROBE
 
     api, ns = session.api, session.namespace
     snap = snapshot.read(api, ns)
-    system_pods = _system_pods(session)
-    if system_pods is not None:
-        snap.add_pods(names.FLUID_NAMESPACE, system_pods)  # the FUSE pods the rules look for
+    snap.unreadable.setdefault(PROBE, NOT_PROBED)  # debug only reads: the webhook probe is diagnose's
+    system_pods = snapshot.read_system_pods(api, snap)  # the FUSE pods the rules look for
     pod = snap.get("pods", ns, name)
     if pod is None:
         result = never_created(snap, ns, name, system_pods or [])
@@ -111,29 +111,19 @@ def _debug(session: Session, name: str, tail: int) -> tuple[Walk, dict[LogSource
             raise CliError(not_found(api, f'pod "{name}"', ns))
     else:
         scope = Scope(pod=(ns, name))
-        findings = [f for rule in all_rules() for f in rule(snap, scope)]
+        # As diagnose runs them: a rule whose kinds could not be read is skipped, never run blind.
+        findings = run(snap, scope, all_rules()).findings
         explanation = diagnose(gather(session, name, pod))
         result = walk(snap, pod, system_pods or [], findings, explanation)
     logs = {source: _log(session, source, tail) for source in result.logs} if tail else {}
     return result, logs
 
 
-def _system_pods(session: Session) -> list[dict[str, Any]] | None:
-    """fluid-system's pods (CSI node pods, webhook, standalone FUSE pods); None when RBAC forbids."""
-    from kubectl_fluid.api import names
-    from kubectl_fluid.kube import resources
-    from kubectl_fluid.kube.errors import ApiError
-
-    try:
-        return session.api.list(resources.PODS.collection_path(names.FLUID_NAMESPACE))
-    except ApiError:
-        return None
-
-
 def _log(session: Session, source: LogSource, tail: int) -> str:
     """The last ``tail`` lines of the source's log, or why they cannot be read (in brackets)."""
     from kubectl_fluid.kube import resources
     from kubectl_fluid.kube.errors import ApiError, Unreachable
+    from kubectl_fluid.redact import redact
 
     params = {"tailLines": str(tail)}
     if source.container:
@@ -141,6 +131,8 @@ def _log(session: Session, source: LogSource, tail: int) -> str:
     if source.previous:
         params["previous"] = "true"
     try:
-        return session.api.text(resources.PODS.object_path(source.namespace, source.pod) + "/log", params)
+        text = session.api.text(resources.pod_log_path(source.namespace, source.pod), params)
     except (ApiError, Unreachable) as e:
         return f"<no log: {e}>\n"
+    # Printed, and in -o json pasted where help is asked: masked as bundle masks the same logs.
+    return redact(text)

@@ -49,6 +49,9 @@ ALL_KINDS = tuple(KINDS)
 # Not a kind: diagnose's probe of the webhook (``webhookprobe.py``), recorded in ``Snapshot.unreadable``
 # under this name when the API server would not run it (RBAC: no create of pods).
 PROBE = "pods (dry-run create)"
+# Why the probe is unreadable for the verbs that only read (debug, bundle): its rule is then listed
+# skipped, never run on no answer.
+NOT_PROBED = "not asked: this command only reads"
 
 
 def key(obj: Mapping[str, Any]) -> tuple[str, str]:
@@ -85,7 +88,10 @@ class Snapshot:
         return kind in self.lists
 
     def add_pods(self, namespace: str, pods: list[Obj]) -> None:
-        """Every pod of another namespace, read apart (one list), joined to the snapshot's."""
+        """Every pod of another namespace, read apart (one list), joined to the snapshot's. Not when
+        the snapshot's own pods were unreadable: that would make the kind look read."""
+        if not self.readable("pods"):
+            return
         if self.namespace is None or namespace == self.namespace or namespace in self.pod_namespaces:
             return
         self.lists["pods"] = [*self.items("pods"), *pods]
@@ -230,6 +236,22 @@ def event_time(event: Mapping[str, Any]) -> str:
 
 
 Progress = Callable[[str, int], None]
+
+
+def read_system_pods(api: Api, snap: Snapshot) -> list[Obj] | None:
+    """The product's namespace's pods (CSI node pods, the webhook, standalone FUSE pods), joined to a
+    snapshot of another namespace so the FUSE rules see them; None when RBAC forbids the list (those
+    rules then judge only what they see: ``Snapshot.sees_pods_of()``)."""
+    from kubectl_fluid.kube.errors import ApiError
+
+    try:
+        pods = [p for page in api.pages(resources.PODS.collection_path(names.FLUID_NAMESPACE)) for p in page]
+    except ApiError as e:
+        if e.code not in (403, 404):
+            raise
+        return None
+    snap.add_pods(names.FLUID_NAMESPACE, pods)
+    return pods
 
 
 def read(

@@ -46,7 +46,9 @@ def probe(api: Api, snap: Snapshot, namespace: str) -> None:
             "POST", resources.PODS.collection_path(namespace), params={"dryRun": "All"}, body=probe_pod()
         )
     except ApiError as e:
-        if e.code in (401, 403, 404):
+        # A 403 is RBAC's refusal, unless an admission webhook answered it (a policy engine's denial
+        # comes as 403 too): that one the API server did reach.
+        if e.code in (401, 403, 404) and "admission webhook" not in str(e.message or ""):
             snap.unreadable[PROBE] = f"{e.code} {e.reason or ''}".strip()
             return
         snap.probes[namespace] = str(e.message or e)

@@ -8,9 +8,10 @@ FUSE rules of ``diagnose`` (cli/rules/nodes.py, fuse.py) are provoked here:
   FuseMount Broken after its deadline): ``fuse-broken``; SIGCONT: OK;
 - that FUSE killed -9 while a ResourceQuota keeps its pod from being replaced: ``fuse-pod-not-running``
   (the FuseMount still says Ready); the quota deleted: OK;
-- a missing client (a FUSE Dataset whose client DaemonSet's nodeSelector keeps it off every node, so
-  NodeStage waits and kubelet's FailedMount carries the CSI's FailedPrecondition): ``failed-mount``,
-  with the walk saying the node has no client pod;
+- a missing client (the node tainted, the app pod tolerating it and the client DaemonSet not, so
+  NodeStage waits and kubelet's FailedMount carries the CSI's FailedPrecondition):
+  ``client-not-scheduled`` (diagnose's runtime rule) ahead of ``failed-mount``, with the walk saying
+  the node has no client pod;
 - a clientless dataset's PVC (the PV attribute the controller writes for one, refused by the node):
   ``clientless-pvc``, explain's judgement, ahead of the FailedMount it explains;
 - an injection refused by the webhook (a Deployment asking for a dataset that does not exist: its
@@ -266,9 +267,18 @@ def test_a_missing_client_is_named_by_the_csis_failed_precondition(bed: Bed) -> 
         pod = app_pod("no-client", "data", n0)
         pod["spec"]["tolerations"] = [{**NO_CLIENT_TAINT, "operator": "Equal"}]
         apply(bed, pod)
-        report = wait_failed(bed, "no-client", "failed-mount")
+        # diagnose's client-not-scheduled (the DaemonSet does not tolerate the taint) is the cause;
+        # kubelet's FailedMount, the CSI's FailedPrecondition, its symptom, listed beside it.
+        wait_failed(bed, "no-client", "client-not-scheduled")
+
+        def both() -> str | None:
+            report = failed_with(bed, "no-client", "client-not-scheduled")
+            found = report and "[failed-mount]" in report and "FailedPrecondition" in report
+            return report if found else None
+
+        report = eventually(both, "the FailedMount beside the unscheduled client", timeout=120, interval=2)
+        assert report is not None
         assert f"data: no client pod on node {n0}" in report, report
-        assert "FailedPrecondition" in last_line(report), report
     finally:
         kubectl(bed.kc, "-n", APPS, "delete", "pod", "no-client", "--wait=false", "--ignore-not-found")
         kubectl(bed.kc, "taint", "node", n0, f"{taint}-")

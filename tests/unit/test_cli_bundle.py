@@ -266,4 +266,6 @@ def test_the_bundle_carries_diagnoses_report_of_its_datasets() -> None:
     assert entry.data["kind"] == "DiagnoseReport"
     # "lonely" has no CacheRuntime: diagnose's own rule says so, in the bundle as on the command line.
     assert [f["rule"] for f in entry.data["findings"]] == ["runtime-missing"]
+    # bundle only reads: the webhook's probe was not made, and its rule says so rather than passing.
+    assert [s["rule"] for s in entry.data["skipped"]] == ["webhook-unreachable"]
     assert bundleplan.diagnosis in bundleplan.EXTRAS

@@ -202,3 +202,12 @@ def test_fuse_pod_not_running_when_the_pods_namespace_was_read() -> None:
     s = snap(fusemounts=[mount("n1-abc", podName="ds-client-1")])
     [f] = list(fuse.fuse_pod_not_running(s, POD))
     assert "the runtime's client pod ns/ds-client-1 on node n1 is gone" in f.message
+
+
+def test_a_namespaces_diagnosis_leaves_other_namespaces_fusemounts_alone() -> None:
+    theirs = mount("n1-theirs", phase="Broken", reason="gone")
+    theirs["spec"]["dataset"] = {"namespace": "elsewhere", "name": "ds"}
+    s = snap(fusemounts=[theirs])
+    assert "fuse-broken" not in ids(s, ALL)
+    s.namespace = None  # -A: every namespace's
+    assert "fuse-broken" in ids(s, ALL)

@@ -167,3 +167,13 @@ def test_a_credential_among_many_lines_is_masked_and_the_rest_kept(
     out = redact(text)
     assert value not in out
     assert out == f"{letter}{plain}\n{key}={MASK}\r\n{plain}\n"
+
+
+def test_a_urls_password_is_masked_and_its_user_and_host_kept() -> None:
+    assert (
+        redact("mountPoint: s3://AKEY:sEcr3t%2Fx+y@minio:9000/bucket")
+        == "mountPoint: s3://AKEY:******@minio:9000/bucket"
+    )
+    assert redact("GET https://user:pass@host/x") == "GET https://user:******@host/x"
+    # A port is not a password: no user part, nothing masked.
+    assert redact("http://host:9000/x s3://bucket/data") == "http://host:9000/x s3://bucket/data"

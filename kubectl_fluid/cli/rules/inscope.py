@@ -3,8 +3,8 @@
 
 A pod's scope is that pod, the FuseMounts serving it on its node (those whose published targets name
 it, and its datasets' client mounts there) and its node. A dataset's is its app pods, its client
-mounts and their nodes. Everything is every pod that uses a dataset or a CSI volume, every FuseMount,
-every node.
+mounts and their nodes. Everything is every pod that uses a dataset or a CSI volume, every FuseMount
+of the snapshot's namespace (a dataset's there, or one serving a pod there; all with -A), every node.
 """
 
 from __future__ import annotations
@@ -72,7 +72,9 @@ def serves(mount: Obj, pod: Obj) -> bool:
 def fusemounts(snap: Snapshot, scope: Scope) -> list[Obj]:
     """The FuseMounts in scope, by name."""
     if everything(scope):
-        found = list(snap.items("fusemounts"))
+        # FuseMounts are cluster-scoped: a namespace's snapshot keeps those of its datasets and of
+        # its pods, never another namespace's faults (-A keeps them all).
+        found = [m for m in snap.items("fusemounts") if _in_namespace(snap, m)]
     elif scope.pod is not None:
         found = []
         for pod in pods(snap, scope):
@@ -85,6 +87,19 @@ def fusemounts(snap: Snapshot, scope: Scope) -> list[Obj]:
     else:
         found = [m for ns, ds in scope.dataset_keys(snap) for m in snap.fusemounts(ns, ds)]
     return sorted({name_of(m): m for m in found}.values(), key=name_of)
+
+
+def _in_namespace(snap: Snapshot, mount: Obj) -> bool:
+    if snap.namespace is None:
+        return True
+    dataset = _dataset(mount)
+    if dataset is not None:
+        return dataset[0] == snap.namespace
+    return any(
+        str(t.get("pod") or "").startswith(f"{snap.namespace}/")
+        for v in (mount.get("status") or {}).get("volumes") or ()
+        for t in v.get("targets") or ()
+    )
 
 
 def _dataset(mount: Obj) -> tuple[str, str] | None:

@@ -23,7 +23,7 @@ CSI_NODE_NOT_REGISTERED = "csi-node-not-registered"
 NODE_NOT_READY_WITH_FUSE = "node-not-ready-with-fuse"
 
 
-@rule(CSI_NODE_NOT_REGISTERED, "pods", "csinodes")
+@rule(CSI_NODE_NOT_REGISTERED, "pods", "csinodes", "persistentvolumeclaims", "persistentvolumes")
 def csi_node_not_registered(snap: Snapshot, scope: Scope) -> Iterator[Finding]:
     by_node: dict[str, list[str]] = {}
     for pod in inscope.pods(snap, scope):

@@ -59,8 +59,11 @@ def webhook_unreachable(snap: Snapshot, scope: Scope) -> Iterator[Finding]:
     config = _config(snap)
     if config is None or _without_ca(config):
         return  # not installed (explain says so), or webhook-cabundle-missing is the cause
+    # The API server names the webhook it failed to call (`failed calling webhook "NAME"`): another
+    # admission webhook that fails closed (a policy engine down) is not ours to report.
+    ours = {f'"{h.get("name")}"' for h in config.get("webhooks") or () if h.get("name")}
     for namespace, refusal in sorted(snap.probes.items()):
-        if refusal is None or CALL_FAILED not in refusal:
+        if refusal is None or CALL_FAILED not in refusal or not any(n in refusal for n in ours):
             continue
         client = [
             (h.get("clientConfig") or {}).get("service") or (h.get("clientConfig") or {}).get("url")
@@ -155,7 +158,7 @@ def _pods(snap: Snapshot, scope: Scope) -> list[Mapping[str, Any]]:
     return sorted(found, key=key)
 
 
-@rule("pod-inject-without-config", "pods")
+@rule("pod-inject-without-config", "pods", "configmaps", "persistentvolumeclaims")
 def pod_inject_without_config(snap: Snapshot, scope: Scope) -> Iterator[Finding]:
     from kubectl_fluid.cli.diagnosis import diagnose
 
