@@ -76,7 +76,7 @@ def diagnose(what: str | None, name: str | None, everything: bool, settings: Set
     from kubectl_fluid.cli.rules import all_rules
     from kubectl_fluid.cli.rules.finding import Scope
     from kubectl_fluid.cli.rules.report import render_text, run, to_json, warnings
-    from kubectl_fluid.cli.snapshot import read
+    from kubectl_fluid.cli.snapshot import read, read_system_pods
     from kubectl_fluid.cli.webhookprobe import probe
 
     target = parse_target(what, name)
@@ -87,6 +87,7 @@ def diagnose(what: str | None, name: str | None, everything: bool, settings: Set
     ns = None if every else session.namespace
     with session.api:
         snap = read(session.api, ns)
+        read_system_pods(session.api, snap)  # the standalone FUSE pods fuse-pod-not-running looks for
         if target is None:
             scope = Scope(everything=True)
         else:
