@@ -304,7 +304,10 @@ def _node_line(snap: Snapshot, node: str) -> str:
         return f"{node}: not found" if snap.readable("nodes") else f"{node} (nodes unreadable)"
     conditions = (obj.get("status") or {}).get("conditions") or ()
     ready: Mapping[str, Any] = next((c for c in conditions if c.get("type") == "Ready"), {})
-    state = "Ready" if ready.get("status") == "True" else f"NotReady (Ready={ready.get('status', '?')})"
+    if not ready:
+        # As node-not-ready-with-fuse judges it: not reported yet, which is no evidence of a lost node.
+        return f"{node} (no Ready condition yet)"
+    state = "Ready" if ready.get("status") == "True" else f"NotReady (Ready={ready.get('status')})"
     return f"{node} {state}"
 
 

@@ -211,7 +211,7 @@ class Snapshot:
         return {str(d.get("name")) for d in (csinode.get("spec") or {}).get("drivers") or ()}
 
     def events_for(self, involved: Iterable[Mapping[str, Any]]) -> list[Obj]:
-        """Events of these objects, oldest first (by uid when the Event names one, else kind+name)."""
+        """Events of these objects (matched by uid), oldest first."""
         uids = {str((o.get("metadata") or {}).get("uid")) for o in involved}
         uids.discard("None")
         found = [

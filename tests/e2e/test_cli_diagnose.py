@@ -122,6 +122,9 @@ def test_a_failed_dataload(fl: Fluid, kubeconfig: Path) -> None:
 
 def test_a_pod_labelled_after_its_creation_has_no_config(fl: Fluid, kubeconfig: Path) -> None:
     ready_dataset(fl, "ds")
+    # Bound comes before the runtime's pods are Ready (kwok marks them a moment later; under CI's
+    # load, later still): until then master-not-ready is true, and the namespace's report says so.
+    clean(kubeconfig, "dataset", "ds", "-n", fl.ns)
     fl.core.create_namespaced_pod(fl.ns, pod("app", datasets="ds", inject=False))
     fl.core.patch_namespaced_pod("app", fl.ns, {"metadata": {"labels": {names.LABEL_INJECT: names.TRUE}}})
     hit = found(kubeconfig, "pod-inject-without-config", "pod", "app", "-n", fl.ns)

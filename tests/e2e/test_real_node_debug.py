@@ -2,7 +2,9 @@
 nodes (the product deployed by ``kubectl apply -k manifests/``, the FUSE program the stand-in's:
 tests/e2e/standin_install.py), and says OK once the fault is gone. Each fault is found by the rule
 or judgement that names it (its ID in the ``Failed reason`` line, exit 1), which is how the node and
-FUSE rules of ``diagnose`` (cli/rules/nodes.py, fuse.py) are provoked here:
+FUSE rules of ``diagnose`` (cli/rules/nodes.py, fuse.py) are provoked here; ``diagnose pod`` is asked
+too, and must name the same rule (exit 1) while the fault lasts and find nothing (exit 0) once it is
+fixed:
 
 - a standalone FUSE stuck (its process stopped, SIGSTOP: the node service's health check marks the
   FuseMount Broken after its deadline): ``fuse-broken``; SIGCONT: OK;
@@ -37,6 +39,7 @@ import pytest
 import yaml
 
 from kubectl_fluid.api import names
+from kubectl_fluid.cli import podwalk
 from localcluster import nodeloss, realnodes
 from tests.e2e.fluid import MANIFESTS, kubectl
 from tests.e2e.standin_install import use_standin
@@ -139,6 +142,34 @@ def failed_with(bed: Bed, pod: str, rule: str) -> str | None:
     return report if code == 1 and last_line(report).startswith(f"Failed reason: [{rule}]") else None
 
 
+# Judgements of debug's own (explain pod's, a pod never created): diagnose has no rule of these IDs.
+DEBUG_ONLY = {podwalk.CLIENTLESS_PVC, podwalk.NOT_INJECTED, podwalk.NEVER_CREATED}
+
+
+def diagnosed(bed: Bed, pod: str) -> tuple[int, set[str]]:
+    """``kubectl fluid diagnose pod POD -o json``: (exit status, the IDs of its error findings)."""
+    run = kubectl_fluid(bed.kc, "diagnose", "pod", pod, "-n", APPS, "-o", "json")
+    assert run.returncode in (0, 1), run.stderr
+    findings = json.loads(run.stdout)["findings"]
+    return run.returncode, {f["rule"] for f in findings if f["severity"] == "error"}
+
+
+def diagnose_finds(bed: Bed, pod: str, rule: str) -> None:
+    """diagnose, the verb, names the same fault by the same rule (exit 1): one rule set, two verbs."""
+
+    def found() -> bool:
+        code, rules = diagnosed(bed, pod)
+        return code == 1 and rule in rules
+
+    eventually(found, f"diagnose pod {pod}: {rule}", timeout=60, interval=2)
+
+
+def diagnose_clean(bed: Bed, pod: str) -> None:
+    eventually(
+        lambda: diagnosed(bed, pod) == (0, set()), f"diagnose pod {pod}: clean", timeout=60, interval=2
+    )
+
+
 def healthy(bed: Bed, pod: str) -> str | None:
     code, report = debug(bed, pod)
     return report if code == 0 and last_line(report) == "OK" else None
@@ -155,6 +186,8 @@ def wait_failed(bed: Bed, pod: str, rule: str, timeout: float = 180) -> str:
     assert report is not None
     bed.figures[f"{pod}: fault to debug naming {rule}"] = f"{time.monotonic() - t0:.0f} s"
     print(f"$ kubectl fluid debug pod {pod}\n{report}")
+    if rule not in DEBUG_ONLY:
+        diagnose_finds(bed, pod, rule)
     return report
 
 
@@ -164,6 +197,7 @@ def wait_healthy(bed: Bed, pod: str, timeout: float = 180) -> str:
     except AssertionError as e:
         raise AssertionError(f"{e}\n{debug(bed, pod)[1]}") from None
     assert report is not None
+    diagnose_clean(bed, pod)  # the fault cleared for diagnose too
     return report
 
 

@@ -185,3 +185,18 @@ def test_a_pod_never_created_is_told_by_its_creators_failed_create() -> None:
     w = podwalk.never_created(snap, "ns", "app", [webhook, CSI_POD])
     assert w is not None
     assert [(s.pod, s.container) for s in w.logs] == [("fluid-webhook-x", "webhook")]
+
+
+def test_a_nodes_line_says_ready_not_ready_or_not_reported_yet() -> None:
+    def node(*conditions: dict[str, str]) -> Snapshot:
+        return Snapshot(
+            "ns", lists={"nodes": [obj("n1", namespace="", status={"conditions": list(conditions)})]}
+        )
+
+    assert podwalk._node_line(node({"type": "Ready", "status": "True"}), "n1") == "n1 Ready"
+    assert (
+        podwalk._node_line(node({"type": "Ready", "status": "Unknown"}), "n1")
+        == "n1 NotReady (Ready=Unknown)"
+    )
+    # No Ready condition: as node-not-ready-with-fuse judges it, no evidence of a lost node.
+    assert podwalk._node_line(node(), "n1") == "n1 (no Ready condition yet)"
