@@ -108,6 +108,15 @@ def test_help_and_completion_through_kubectl(
     assert [v.split("\t")[0] for v in verbs] == [*VERBS, ":4"]
     assert complete("inject", "cr") == ["cronjob/", ":6"]
     assert complete("config", "show", "-n", namespace, "ds-") == ["ds-complete", ":4"]
+    # The dataset-life verbs complete names from the real API server too (their unit tests stub it).
+    assert complete("inspect", "dataset", "-n", namespace, "ds-") == ["ds-complete", ":4"]
+    assert complete("diagnose", "dataset", "-n", namespace, "ds-") == ["ds-complete", ":4"]
+    assert complete("bundle", "-n", namespace, "--dataset", "ds-") == ["ds-complete", ":4"]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pod-complete"}}
+    pod["spec"] = {"containers": [{"name": "app", "image": "registry.k8s.io/pause:3.10"}]}
+    client.CoreV1Api(k8s).create_namespaced_pod(namespace, pod)
+    assert complete("debug", "pod", "-n", namespace, "pod-") == ["pod-complete", ":4"]
+    assert complete("diagnose", "pod", "-n", namespace, "pod-") == ["pod-complete", ":4"]
 
 
 def test_proxy_url_reaches_the_cluster_through_a_connect_proxy(
