@@ -214,6 +214,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=True,
         help="publish this node's mounts as FuseMount objects",
     )
+    p.add_argument(
+        "--mirror-resync",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="how often the mirror lists this node's FuseMounts and puts right those edited or deleted "
+        "by hand; it writes only the ones that differ (default: %(default)s)",
+    )
     p.add_argument("--health-port", type=int, default=0, help="serve /healthz /readyz /metrics (0: off)")
     p.add_argument("--health-host", default="0.0.0.0")
     p.add_argument("--log-level", default="info")
@@ -268,6 +276,7 @@ def build_mirror(args: argparse.Namespace) -> MirrorPublisher | None:
     return MirrorPublisher(
         args.node_id,
         lambda: client.connect(args.kubeconfig),
+        resync=args.mirror_resync,
         program=" ".join(args.fuse_binary.split()),
         image=args.fuse_image if args.mount_mode == "standalone" else None,
     )

@@ -14,8 +14,11 @@ While the node is lost (not Ready) the controller says so on these objects: phas
 own field manager (controller/nodeloss.py). The mirror does not fight it: it writes only what the
 node's state changes, and leaves out its periodic resync while its Node is known not to be Ready
 (``node_ready``, fed by csi/node/nodewatch.py). When the Node is Ready again after not being, it
-forgets what it wrote and writes everything again at once, so the mounts say their own phase again.
-A node service that restarts writes everything anyway.
+forgets what it wrote, lists its objects again and writes at once every one the controller marked,
+so the mounts say their own phase again.
+A node service that restarts, and the periodic resync, list the node's objects and write only those
+that do not already hold what the mirror would write (csi/node/mirrorheld.py): a steady node writes
+nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import kr8s.asyncio
 from prometheus_client import Counter, Gauge
 
 from csi.node.mirror import to_fusemount
+from csi.node.mirrorheld import already_held
 from csi.node.state import NodeState
 from kubectl_fluid.api import names
 from kubectl_fluid.kube import http
@@ -59,8 +63,13 @@ def desired_objects(
 
 
 def changes(wanted: Objects, written: Objects) -> tuple[list[str], list[str]]:
-    """Names to apply (new or different from what was last written) and names to delete."""
-    apply = sorted(name for name, obj in wanted.items() if written.get(name) != obj)
+    """Names to apply (new, or not holding what is wanted) and names to delete. ``written``: what
+    this process last applied, or what the server held when it last listed."""
+    apply = sorted(
+        name
+        for name, obj in wanted.items()
+        if name not in written or not already_held(written[name], obj, names.CSI_NODE_FIELD_MANAGER)
+    )
     delete = sorted(name for name in written if name not in wanted)
     return apply, delete
 
@@ -95,8 +104,8 @@ class MirrorPublisher:
         self._synced = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._api: kr8s.asyncio.Api | None = None
-        # What the API server holds, as far as this process knows: name → the object last applied
-        # (``{}`` for objects found at start-up, which are re-applied or deleted once).
+        # What the API server holds, as far as this process knows: name → the object last applied,
+        # or as listed (at start-up and each resync: written again only where it differs).
         self._written: Objects | None = None
         # Forget ``_written`` at the start of the next pass (never in the middle of one).
         self._forget = False
@@ -205,7 +214,7 @@ class MirrorPublisher:
             params={"labelSelector": names.fuse_mount_node_selector(self.node)},
         )
         return {
-            item["metadata"]["name"]: {}
+            item["metadata"]["name"]: item
             for item in found.get("items", [])
             # The selector holds a node name cut to 63 characters: check the whole one.
             if item.get("spec", {}).get("nodeName") == self.node

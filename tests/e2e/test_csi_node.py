@@ -14,6 +14,7 @@ import secrets
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from kubernetes import client
 from kubectl_fluid.api import names
 from tests.e2e.csi import ApiProxy, CsiNode, KubeletStandin, node_object, upstream_of, via_proxy
 from tests.e2e.csicalls import stage_and_publish, unpublish_and_unstage
-from tests.e2e.fluid import kubectl_binary, service_account_kubeconfig
+from tests.e2e.fluid import free_port, kubectl_binary, metric_sum, service_account_kubeconfig
 from tests.e2e.wait import eventually
 
 pytestmark = pytest.mark.skipif(
@@ -290,3 +291,53 @@ def test_kubelet_calls_succeed_while_the_api_server_is_unreachable_and_the_mirro
     assert csi_node.mounts() == []
     proxy.restore()
     eventually(lambda: fusemounts(k8s, csi_node.name) == [], "the FuseMount deleted after the outage", 10)
+
+
+def mirror_writes(port: int) -> float:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        return metric_sum(r.read().decode(), "fluid_csi_mirror_writes_total")
+
+
+def test_the_mirrors_resync_writes_only_what_was_changed_by_hand(
+    k8s: client.ApiClient, csi_node_kubeconfig: Path, node_name: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A steady node writes nothing at its resync (once two applies per mount per period); an object
+    edited or deleted by hand is put right at the next one."""
+    root = tmp_path_factory.mktemp("n", numbered=True)
+    port = free_port()
+    node = CsiNode(
+        node_name, root, csi_node_kubeconfig, extra=["--mirror-resync=0.5", f"--health-port={port}"]
+    )
+    node.start()
+    custom = client.CustomObjectsApi(k8s)
+    staging, target = root / "staging" / "v1", root / "pods" / "p1" / "mount"
+    try:
+        (node.data / names.cluster_id(MASTERS) / "steady").mkdir(parents=True)
+        context = {names.PARAM_MASTER_ADDRS: MASTERS, names.PARAM_CURVINE_PATH: "/steady"}
+        stage_and_publish(node.socket, "v1", staging, target, context)
+
+        def ready() -> dict[str, Any] | None:
+            found = fusemounts(k8s, node.name)
+            return found[0] if found and found[0].get("status", {}).get("phase") == "Ready" else None
+
+        name = eventually(ready, "the FuseMount", 15)["metadata"]["name"]
+        time.sleep(1)  # the first resync after the first write
+        before = mirror_writes(port)
+        time.sleep(3)  # six resync periods
+        assert mirror_writes(port) == before, "a steady node wrote at its resync"
+
+        group = (names.GROUP, names.VERSION, "fusemounts", name)
+        custom.patch_cluster_custom_object_status(*group, {"status": {"refCount": 9}})
+
+        def put_right() -> bool:
+            mount = ready()
+            return mount is not None and mount["status"]["refCount"] == 1
+
+        eventually(put_right, "the edit put right", 10)
+        custom.delete_cluster_custom_object(*group)
+        eventually(lambda: ready() is not None, "the deleted FuseMount written again", 10)
+        assert mirror_writes(port) == before + 2
+    finally:
+        unpublish_and_unstage(node.socket, "v1", staging, target)
+        node.stop()
+        node.stop_leftovers_then_complain()
