@@ -26,12 +26,13 @@ from tests.bench import (
     bench_csi,
     bench_curvine,
     bench_inspect,
+    bench_mirror,
     bench_scale,
     bench_webhook,
 )
 from tests.bench.report import Report
 
-BENCHES = ("api", "controller", "webhook", "csi", "curvine", "cli", "inspect", "scale")
+BENCHES = ("api", "controller", "webhook", "csi", "curvine", "mirror", "cli", "inspect", "scale")
 SCALE_ONLY = ("scale",)  # in the run only with --scale, or when named
 
 
@@ -43,6 +44,7 @@ def run_all(report: Report, kubeconfig: Path, workdir: Path, args: argparse.Name
         "webhook": lambda: bench_webhook.run(report, kubeconfig, workdir),
         "csi": lambda: bench_csi.run(report),
         "curvine": lambda: bench_curvine.run(report),
+        "mirror": lambda: bench_mirror.run(report, kubeconfig, workdir),
         "cli": lambda: bench_cli.run(report, kubeconfig, workdir),
         "inspect": lambda: bench_inspect.run(report, kubeconfig, workdir),
         "scale": lambda: bench_scale.run(report, kubeconfig, workdir),

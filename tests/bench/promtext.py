@@ -62,3 +62,24 @@ def quantile(q: float, b: Buckets) -> float | None:
             return lower + (le - lower) * (rank - below) / (cumulative - below)
         lower, below = le, cumulative
     return lower
+
+
+def sums_by(
+    text: str, name: str, label: str, keep: Mapping[str, frozenset[str]] | None = None
+) -> dict[str, float]:
+    """``name``'s counter samples summed by the value of ``label``, over the series whose labels have
+    one of the values ``keep`` gives for each label it names (e.g. ``{"verb": WRITE_VERBS}``)."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        m = _SAMPLE.match(line)
+        if m is None or m["name"] != name:
+            continue
+        labels = labels_of(m["labels"] or "")
+        if all(labels.get(k, "") in values for k, values in (keep or {}).items()):
+            key = labels.get(label, "")
+            out[key] = out.get(key, 0.0) + float(m["value"])
+    return out
+
+
+# The verbs of apiserver_request_total that write (server-side apply is counted as APPLY).
+WRITE_VERBS = frozenset({"POST", "PUT", "PATCH", "APPLY", "DELETE", "DELETECOLLECTION"})

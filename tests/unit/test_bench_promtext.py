@@ -73,3 +73,21 @@ def test_quantile_is_monotone_and_within_the_finite_bounds(
     assert a is not None
     assert z is not None
     assert 0.0 <= a <= z <= les[-1]
+
+
+def test_sums_by_a_label_over_the_kept_series() -> None:
+    from tests.bench.promtext import WRITE_VERBS, sums_by
+
+    text = "\n".join(
+        [
+            "# HELP apiserver_request_total x",
+            'apiserver_request_total{code="200",resource="leases",verb="PUT"} 30',
+            'apiserver_request_total{code="200",resource="leases",verb="GET"} 99',
+            'apiserver_request_total{code="201",resource="fusemounts",verb="APPLY"} 4',
+            'apiserver_request_total{code="200",resource="fusemounts",subresource="status",verb="APPLY"} 4',
+            'apiserver_request_total_other{resource="leases",verb="PUT"} 7',
+        ]
+    )
+    writes = sums_by(text, "apiserver_request_total", "resource", {"verb": WRITE_VERBS})
+    assert writes == {"leases": 30.0, "fusemounts": 8.0}
+    assert sums_by(text, "apiserver_request_total", "verb") == {"PUT": 30.0, "GET": 99.0, "APPLY": 8.0}
