@@ -117,14 +117,22 @@ def test_processes_pool_into_percentiles_and_throughput() -> None:
     assert summary[f"get {mib} MB/s"] == pytest.approx(mib / 1e6 / 0.002)
 
 
+def test_the_quietest_process_is_the_least_of_the_processes_p50s() -> None:
+    summary = bench.summarise([process(3, 2), process(1, 5), process(2, 4)])
+    assert summary["put 4096 p50 quietest"] == pytest.approx(1)
+    assert summary["get 4096 p50 quietest"] == pytest.approx(2)
+    assert summary["put 4096 p50"] == pytest.approx(2)  # pooled: the middle process's
+
+
 def test_rows_set_the_issues_goals() -> None:
     report = Report()
     bench.report_rows(report, bench.summarise([process(1, 2)]), bench.summarise([process(1, 1)]))
-    latency = [r for r in report.rows if r.unit == "ms"]
+    latency = [r for r in report.rows if r.unit == "ms" and not r.name.startswith("floor")]
+    floors = [r for r in report.rows if r.name.startswith("floor")]
     throughput = [r for r in report.rows if r.unit == "MB/s"]
-    assert (len(latency), len(throughput)) == (8, 2)
-    assert all(r.baseline_name == "configured by hand" for r in report.rows)
-    assert {r.goal.text for r in latency if r.goal} == {"ratio <= 1.03x"}
+    assert (len(latency), len(throughput), len(floors)) == (8, 2, 4)
+    assert all(r.baseline_name == "configured by hand" for r in latency + throughput)
+    assert {r.goal.text for r in latency + floors if r.goal} == {"ratio <= 1.03x"}
     assert {r.goal.text for r in throughput if r.goal} == {"ratio >= 0.97x"}
     assert [r.met for r in throughput] == [True, False]  # puts as fast, gets half as fast
     assert report.rows[0].name == "mooncake put 4 KiB p50, injected config"
