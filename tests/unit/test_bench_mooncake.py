@@ -122,6 +122,7 @@ def test_the_quietest_process_is_the_least_of_the_processes_p50s() -> None:
     assert summary["put 4096 p50 quietest"] == pytest.approx(1)
     assert summary["get 4096 p50 quietest"] == pytest.approx(2)
     assert summary["put 4096 p50"] == pytest.approx(2)  # pooled: the middle process's
+    assert summary[f"put {1 << 20} MB/s quietest"] == pytest.approx((1 << 20) / 1e6 / 0.001)  # 1 ms a put
 
 
 def test_rows_set_the_issues_goals() -> None:
@@ -129,10 +130,11 @@ def test_rows_set_the_issues_goals() -> None:
     bench.report_rows(report, bench.summarise([process(1, 2)]), bench.summarise([process(1, 1)]))
     latency = [r for r in report.rows if r.unit == "ms" and not r.name.startswith("floor")]
     floors = [r for r in report.rows if r.name.startswith("floor")]
-    throughput = [r for r in report.rows if r.unit == "MB/s"]
-    assert (len(latency), len(throughput), len(floors)) == (8, 2, 4)
+    throughput = [r for r in report.rows if r.unit == "MB/s" and not r.name.startswith("floor")]
+    assert (len(latency), len(throughput), len(floors)) == (8, 2, 6)
     assert all(r.baseline_name == "configured by hand" for r in latency + throughput)
-    assert {r.goal.text for r in latency + floors if r.goal} == {"ratio <= 1.03x"}
+    assert {r.goal.text for r in latency if r.goal} == {"ratio <= 1.03x"}
+    assert {r.goal.text for r in floors if r.goal} == {"ratio <= 1.03x", "ratio >= 0.97x"}
     assert {r.goal.text for r in throughput if r.goal} == {"ratio >= 0.97x"}
     assert [r.met for r in throughput] == [True, False]  # puts as fast, gets half as fast
     assert report.rows[0].name == "mooncake put 4 KiB p50, injected config"
