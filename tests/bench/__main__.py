@@ -27,12 +27,13 @@ from tests.bench import (
     bench_curvine,
     bench_inspect,
     bench_mirror,
+    bench_mooncake,
     bench_scale,
     bench_webhook,
 )
 from tests.bench.report import Report
 
-BENCHES = ("api", "controller", "webhook", "csi", "curvine", "mirror", "cli", "inspect", "scale")
+BENCHES = ("api", "controller", "webhook", "mooncake", "csi", "curvine", "mirror", "cli", "inspect", "scale")
 SCALE_ONLY = ("scale",)  # in the run only with --scale, or when named
 
 
@@ -42,6 +43,7 @@ def run_all(report: Report, kubeconfig: Path, workdir: Path, args: argparse.Name
         "api": lambda: bench_api.run(report, kubeconfig),
         "controller": lambda: bench_controller.run(report, kubeconfig, workdir, pairs),
         "webhook": lambda: bench_webhook.run(report, kubeconfig, workdir),
+        "mooncake": lambda: bench_mooncake.run(report, kubeconfig, workdir),
         "csi": lambda: bench_csi.run(report),
         "curvine": lambda: bench_curvine.run(report),
         "mirror": lambda: bench_mirror.run(report, kubeconfig, workdir),
