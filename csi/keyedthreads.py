@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -103,11 +104,13 @@ class KeyedThreads:
         loop = asyncio.get_running_loop()
         lane = self._lane(key)
         done: asyncio.Future[_T] = loop.create_future()
+        # The caller's context variables, as asyncio.to_thread passes them (a call's timed steps).
+        context = contextvars.copy_context()
 
         def in_thread() -> _T:
             lane.running = Stuck(key, what, time.monotonic())
             try:
-                return work(*args)
+                return context.run(work, *args)
             finally:
                 lane.running = None
 

@@ -40,6 +40,7 @@ from csi.fuse.fuserunner import FuseHandle
 from csi.keyedthreads import DEFAULT_DEADLINE, Hung, KeyedThreads
 from csi.model.errors import FuseUnavailable
 from csi.model.fusepodparams import PodSettings
+from kubectl_fluid import spans
 
 # The name it logged under before csi/ had sub-packages: log filters and tests match it.
 log = logging.getLogger("csi.fusemanager")
@@ -49,6 +50,8 @@ STOP_TIMEOUT = 5.0
 # A FUSE whose server died answers ENOTCONN at once, without asking it: one that has not answered a
 # stat in this long is alive, however slow.
 ALIVE_WITHIN = 1.0
+# While a FUSE starts, how often its exit is looked for between changes of the mount table.
+MOUNT_LOOK = 0.05
 
 
 class FuseError(Exception):
@@ -131,9 +134,14 @@ class FuseManager:
         return None if proc is None else FuseHandle(pid=proc.pid, start_time=proc.start_time)
 
     async def launch(
-        self, key: str, argv: list[str], mnt_path: str, settings: PodSettings = ()
+        self,
+        key: str,
+        argv: list[str],
+        mnt_path: str,
+        settings: PodSettings = (),
+        spawned: Callable[[FuseHandle], None] | None = None,
     ) -> FuseHandle:
-        await self.start(key, argv, mnt_path)
+        await self.start(key, argv, mnt_path, spawned)
         handle = self.handle(key)
         assert handle is not None  # started just now
         return handle
@@ -147,12 +155,19 @@ class FuseManager:
 
     # ------------------------------------------------------------------ processes
 
-    async def start(self, key: str, argv: list[str], mnt_path: str) -> int:
-        """Launch FUSE for ``key`` and wait for its mount; returns the pid."""
+    async def start(
+        self, key: str, argv: list[str], mnt_path: str, spawned: Callable[[FuseHandle], None] | None = None
+    ) -> int:
+        """Launch FUSE for ``key`` and wait for its mount; returns the pid. ``spawned`` is told the
+        process's handle before its mount."""
         if key in self.processes:
             return self.processes[key].pid
         proc = FuseProcess(key, argv, mnt_path, pid=0)
-        await self._launch(proc)
+        try:
+            await self._launch(proc, spawned)
+        except BaseException:
+            self.threads.forget(key)  # the thread its mount was awaited in
+            raise
         self.processes[key] = proc
         proc.watcher = asyncio.create_task(self._watch(proc))
         return proc.pid
@@ -232,7 +247,7 @@ class FuseManager:
             *(p.watcher for p in self.processes.values() if p.watcher), return_exceptions=True
         )
 
-    async def _launch(self, proc: FuseProcess) -> None:
+    async def _launch(self, proc: FuseProcess, spawned: Callable[[FuseHandle], None] | None = None) -> None:
         if mounts.mounted_at(proc.mnt_path):
             # The remains of a dead FUSE (ENOTCONN): a new one cannot mount over them, and even
             # creating the directory fails until they are detached.
@@ -244,35 +259,55 @@ class FuseManager:
         problem = fuse_binary_problem(proc.argv[0])
         if problem is not None:
             raise FuseUnavailable(problem)
-        with self._output(proc.key) as (errlog, stdout):
+        with self._output(proc.key) as (errlog, stdout), mounts.TableChanges() as changes:
             try:
-                child = subprocess.Popen(
-                    proc.argv,
-                    stdin=subprocess.DEVNULL,
-                    stdout=stdout,
-                    stderr=errlog,
-                    start_new_session=True,
-                )
+                with spans.step("FUSE spawned"):
+                    child = subprocess.Popen(
+                        proc.argv,
+                        stdin=subprocess.DEVNULL,
+                        stdout=stdout,
+                        stderr=errlog,
+                        start_new_session=True,
+                    )
             except OSError as cannot:  # changed since the check, or an interpreter line that fails
                 raise FuseUnavailable(f"{FLAG} {proc.argv[0]}: {cannot.strerror}") from cannot
             proc.child, proc.pid = child, child.pid
             # Read while the child cannot have been reaped (we have not waited): it is this process's.
             proc.start_time = processes.process_start_time(child.pid)
             self.starts += 1
-            deadline = time.monotonic() + START_TIMEOUT
-            while not is_fuse_mount(proc.mnt_path):
-                if child.poll() is not None or time.monotonic() > deadline:
-                    if child.poll() is None:
-                        child.kill()
-                        child.wait()
+            if spawned is not None:
+                spawned(FuseHandle(pid=proc.pid, start_time=proc.start_time))
+            try:
+                with spans.step("FUSE mount awaited"):
+                    await self._mounted(proc, child, changes)
+            except BaseException as failure:
+                # Failed, timed out or cancelled (the call went, or validate-config refused it): a
+                # FUSE nothing tracks must not mount later, nor stay mounted.
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
+                if mounts.mounted_at(proc.mnt_path):
+                    with contextlib.suppress(mounts.MountError):
+                        mounts.unmount(proc.mnt_path, lazy=True)
+                if isinstance(failure, FuseError):
                     errlog.seek(0)
                     err = errlog.read()[-500:].decode(errors="replace").strip()
-                    raise FuseError(
-                        f"FUSE for mount key {proc.key} did not mount {proc.mnt_path}"
-                        f" (exit {child.returncode}): {err}"
-                    )
-                await asyncio.sleep(0.02)
+                    raise FuseError(f"{failure} (exit {child.returncode}): {err}") from None
+                raise
         log.info("started FUSE", extra={"mount_key": proc.key, "pid": proc.pid, "mnt_path": proc.mnt_path})
+
+    async def _mounted(
+        self, proc: FuseProcess, child: subprocess.Popen[bytes], changes: mounts.TableChanges
+    ) -> None:
+        """Return once the kernel shows ``proc``'s mount: looked for at each change of the mount
+        table (woken at once, not on a timer's next tick), and at least every ``MOUNT_LOOK``
+        seconds to notice the child's exit; FuseError when it exits or START_TIMEOUT passes."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while not is_fuse_mount(proc.mnt_path):
+            if child.poll() is not None or time.monotonic() > deadline:
+                raise FuseError(f"FUSE for mount key {proc.key} did not mount {proc.mnt_path}")
+            # In the key's own thread: the wait blocks, and no other key's wait queues behind it.
+            await self.threads.run(proc.key, "waiting for its mount", changes.wait, MOUNT_LOOK)
 
     async def _watch(self, proc: FuseProcess) -> None:
         while True:

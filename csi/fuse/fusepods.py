@@ -104,7 +104,12 @@ class FusePodManager:
         return None if pod is None else FuseHandle(pod_name=pod.name)
 
     async def launch(
-        self, key: str, argv: list[str], mnt_path: str, settings: PodSettings = ()
+        self,
+        key: str,
+        argv: list[str],
+        mnt_path: str,
+        settings: PodSettings = (),
+        spawned: Callable[[FuseHandle], None] | None = None,
     ) -> FuseHandle:
         if key in self.pods:
             return FuseHandle(pod_name=self.pods[key].name)

@@ -30,11 +30,18 @@ class FuseRunner(Protocol):
     def handle(self, key: str) -> FuseHandle | None: ...
 
     async def launch(
-        self, key: str, argv: list[str], mnt_path: str, settings: PodSettings = ()
+        self,
+        key: str,
+        argv: list[str],
+        mnt_path: str,
+        settings: PodSettings = (),
+        spawned: Callable[[FuseHandle], None] | None = None,
     ) -> FuseHandle:
         """Start FUSE for ``key`` and return once the kernel shows its mount at ``mnt_path``. ``settings``:
         the StorageClass's resources and priority of a FUSE in a pod of its own (a FUSE in this
-        process's container shares its cgroup: there they change nothing)."""
+        process's container shares its cgroup: there they change nothing). ``spawned``: told the
+        FUSE's handle as soon as its process exists, before its mount (embedded: a FUSE pod's name
+        is known ahead), so the caller can record it while the FUSE mounts."""
         ...
 
     async def takeover(

@@ -6,6 +6,7 @@ after a start timeout. Run only where the program is installed beside the node s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from csi.model.fusecmd import VALIDATE_COMMAND
 
@@ -29,6 +30,11 @@ async def refusal(command: list[str], args: list[str]) -> str | None:
         proc.kill()
         await proc.wait()
         return f"{VALIDATE_COMMAND} did not answer within {TIMEOUT:.0f}s"
+    except BaseException:
+        # Cancelled (the FUSE it ran beside failed, or the call went): nothing waits for its answer.
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        raise
     if proc.returncode == 0:
         return None
     said = (err or out).decode(errors="replace").strip()[-800:]

@@ -8,6 +8,7 @@ import contextlib
 import ctypes
 import errno
 import os
+import select
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -78,6 +79,32 @@ def mounted_at(path: str | os.PathLike[str], table: list[MountInfo] | None = Non
     parent, name = os.path.split(os.path.abspath(text))
     target = os.path.join(os.path.realpath(parent), name)
     return [m for m in (table if table is not None else mount_table()) if m.mount_point in (text, target)]
+
+
+class TableChanges:
+    """The mount table's changes as the kernel signals them, to wait for a mount without polling
+    on a timer: /proc/self/mountinfo polls POLLPRI once this namespace's table has changed since
+    the file was opened or last polled (fs/proc_namespace.c: mounts_poll). Open it before what
+    makes the mount starts, so a change between a look at the table and the wait is not missed.
+    Any mount in the namespace wakes it: look at the table again after each."""
+
+    def __init__(self) -> None:
+        self._fd = os.open(MOUNTINFO, os.O_RDONLY | os.O_CLOEXEC)
+        self._poll = select.poll()
+        self._poll.register(self._fd, select.POLLPRI)
+
+    def wait(self, timeout: float) -> bool:
+        """Block until the table changes (True) or ``timeout`` seconds pass (False)."""
+        return any(events & select.POLLPRI for _, events in self._poll.poll(timeout * 1000))
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+    def __enter__(self) -> TableChanges:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
 
 
 # The two below look ``path`` up, which waits on a FUSE server that does not answer: call them in a

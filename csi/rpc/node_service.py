@@ -5,8 +5,9 @@ it at the volume's source, beside the key's mount point (kubelet's staging path 
 directory: csi/model/mountkey.py says why); NodePublish binds the source at the pod's target
 (read-only when asked, or when the access mode allows no writer); NodeUnpublish removes only that
 target; NodeUnstage removes the source and, when it was the key's last volume, stops the FUSE. The
-state file and the kernel mount table are the truth: every change is saved before the call returns,
-and a restarted service recovers from them.
+state file and the kernel mount table are the truth: every change a restart needs is saved before
+the call returns (a mount's phase, which recovery finds again, goes with the next write), and a
+restarted service recovers from them.
 
 Saving is a group commit: a change is applied to ``self.state`` at once (``_save``) and a call
 answers only once the state it leaves is on disk (``_durable``); one write, off the event loop,
@@ -33,8 +34,12 @@ the other keys. Nothing that can reach a FUSE runs on the event loop: the mount 
 
 Before a FUSE of a key starts, its configuration file is written beside the key's mount point
 (csi/fuse/fuseconfig.py: the node's FUSE settings with the volume's masters) and, when the program is
-installed here, ``validate-config`` checks it with the very flags (csi/fuse/fusevalidate.py); a refusal
-is FAILED_PRECONDITION with curvine-fuse's own words. The file goes with the key's mount point.
+installed here, ``validate-config`` checks it with the very flags (csi/fuse/fusevalidate.py) beside
+the FUSE's start; a refusal stops that FUSE and is FAILED_PRECONDITION with curvine-fuse's own words.
+The file goes with the key's mount point.
+
+With ``--log-level debug``, NodeStage and NodePublish log where their time went, step by step
+(``_logged_steps``, kubectl_fluid/spans.py); the bench reads the same lines.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ import contextlib
 import errno
 import logging
 import os
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -61,7 +66,7 @@ from csi.fuse.fuserunner import FuseHandle, FuseRunner
 from csi.keyedcalls import KeyedCalls, KeyHung
 from csi.keyedthreads import DEFAULT_DEADLINE, Stuck
 from csi.model.clientvolume import CLIENT_PARAMS, ClientVolume, is_client_volume, parse_client_context
-from csi.model.errors import FuseUnavailable, StateConflict
+from csi.model.errors import FuseUnavailable
 from csi.model.fusecmd import fuse_argv
 from csi.model.mountkey import fuse_mount_dir, mount_key, volume_dir, volume_source, volumes_dir
 from csi.model.propagation import TargetRef
@@ -71,6 +76,7 @@ from csi.node import state as st
 from csi.proto import csi_pb2, csi_pb2_grpc
 from csi.rpc.capabilities import reader_only
 from csi.rpc.rpcerrors import Context, RpcFailure, required, rpc
+from kubectl_fluid import spans
 from kubectl_fluid.api import names
 from kubectl_fluid.api.fusemount import FuseMountPhase
 
@@ -82,6 +88,10 @@ POD_NAME_KEY = "csi.storage.k8s.io/pod.name"
 POD_NAMESPACE_KEY = "csi.storage.k8s.io/pod.namespace"
 # Inside --state-dir: each embedded FUSE's output, {mount-key}.log.
 FUSE_LOG_DIR = "fuse-logs"
+
+# The steps of NodeStage and NodePublish their debug lines name (kubectl_fluid/spans.py).
+STEP_BIND = "volume bound"
+STEP_STATE = "state written"
 
 _T = TypeVar("_T")
 # What a path shows: its (device, inode).
@@ -126,8 +136,8 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         # directory it was last seen showing: a publish that finds it still so needs no walk through
         # the FUSE mount (each walk is a round trip per path component to the FUSE server).
         self._sources: dict[str, Identity] = {}
-        # Group commit: versions of self.state applied and on disk.
-        self._version = self._written = 0
+        # Group commit: versions of self.state applied, wanted on disk before calls answer, on disk.
+        self._version = self._needed = self._written = 0
         self._writing = asyncio.Lock()
         # The writes' own thread: a write must never wait behind host work, which can wait on a
         # slow FUSE server.
@@ -143,17 +153,24 @@ class NodeService(csi_pb2_grpc.NodeServicer):
 
     # ------------------------------------------------------------------ helpers
 
-    def _save(self, new: st.NodeState) -> None:
-        """Apply ``new``; it reaches the disk with the next ``_durable``."""
+    def _save(self, new: st.NodeState, *, durable: bool = True) -> None:
+        """Apply ``new``; it reaches the disk with the next write. Not ``durable``: a change a
+        restarted service derives again (a mount's phase, which recovery sets from what it finds),
+        which no call waits for: it goes with the next write, at the latest the health check's."""
         if new is not self.state:
             self.state = new
             self._version += 1
+            if durable:
+                self._needed = self._version
             if self.mirror is not None:
                 self.mirror(new)
 
-    async def _durable(self) -> None:
-        """Return once the state as it is now is on disk."""
-        wanted = self._version
+    async def _durable(self, *, every: bool = False) -> None:
+        """Return once the state as it is now is on disk (``every``: its changes that are not
+        ``durable`` too)."""
+        wanted = self._version if every else self._needed
+        if self._written >= wanted:
+            return
         async with self._writing:
             if self._written >= wanted:
                 return  # a write that started after our change has finished
@@ -186,6 +203,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         entry = self.state.mounts[key]
         if entry.client is not None:
             if not self.clients.running(key):
+                await self._durable()  # recorded before its client is labelled, so a restart finds it
                 pod = await self.clients.attach(key, _client_volume(entry))
                 self._save(st.set_process(self.state, key, pod_name=pod))
             return
@@ -198,19 +216,59 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         return await self.fuse.takeover(entry.key, self._argv(entry), entry.mnt_path, known, entry.params.pod)
 
     async def _launch(self, entry: st.MountEntry) -> None:
+        """Start the FUSE of ``entry`` once the state that names it is on disk (a restarted service
+        finds it), ``validate-config`` checking its configuration file and flags beside the FUSE's
+        own start: a refusal stops the FUSE (when it mounted first) and fails the call in
+        curvine-fuse's words; an acceptance costs nothing beyond the start."""
         argv = self._argv(entry)
         text = fuse_config(entry.params, self.fuse_settings)
-        await asyncio.to_thread(write_fuse_config, names.fuse_config_path(entry.mnt_path), text)
+        recording = asyncio.ensure_future(self._durable_step("state written before the FUSE"))
+        try:
+            with spans.step("config file written"):
+                await asyncio.to_thread(write_fuse_config, names.fuse_config_path(entry.mnt_path), text)
+        except BaseException:
+            await _cancelled(recording)
+            raise
+        validating = None
         if fuse_binary_problem(self.fuse_command[0]) is None:
-            refused = await fusevalidate.refusal(self.fuse_command, argv[len(self.fuse_command) :])
-            if refused is not None:
-                raise FuseUnavailable(
-                    f"{self.fuse_command[-1]} refuses the FUSE of mount key {entry.key} "
-                    f"({entry.params.master_addrs}, {entry.params.fs_path}): {refused}; fix the "
-                    "StorageClass's tuning parameters or the node's --fuse-config"
-                )
-        handle = await self.fuse.launch(entry.key, argv, entry.mnt_path, entry.params.pod)
+            validating = asyncio.ensure_future(self._validate(argv[len(self.fuse_command) :]))
+        try:
+            await recording
+        except BaseException:
+            await _cancelled(validating)
+            raise
+
+        def spawned(handle: FuseHandle) -> None:
+            # On disk while the FUSE mounts, not after: the call's last write is then done.
+            self._save(_record_process(self.state, entry.key, handle))
+            self._soon(self._durable_step("state written while the FUSE mounts"))
+
+        launching = asyncio.ensure_future(
+            self.fuse.launch(entry.key, argv, entry.mnt_path, entry.params.pod, spawned)
+        )
+        try:
+            refused = None if validating is None else await validating
+        except BaseException:
+            await _cancelled(launching)
+            raise
+        if refused is not None:
+            await _cancelled(launching)
+            await self.fuse.stop(entry.key)  # it mounted before the refusal came
+            raise FuseUnavailable(
+                f"{self.fuse_command[-1]} refuses the FUSE of mount key {entry.key} "
+                f"({entry.params.master_addrs}, {entry.params.fs_path}): {refused}; fix the "
+                "StorageClass's tuning parameters or the node's --fuse-config"
+            )
+        handle = await launching
         self._save(_record_process(self.state, entry.key, handle))
+
+    async def _durable_step(self, name: str) -> None:
+        with spans.step(name):
+            await self._durable()
+
+    async def _validate(self, args: list[str]) -> str | None:
+        with spans.step("validate-config"):
+            return await fusevalidate.refusal(self.fuse_command, args)
 
     def _on_fuse_restart(self, key: str) -> None:
         """A restarted FUSE is a new mount: binds into the old one are dead, make them again."""
@@ -325,7 +383,8 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         source = self._source(entry, volume_id)
         curvine_path = volume.curvine_path or entry.params.fs_path
         try:
-            fd = beneath.open_beneath(entry.mnt_path, volume_dir(entry.params.fs_path, curvine_path))
+            with spans.step("directory looked up through the FUSE"):
+                fd = beneath.open_beneath(entry.mnt_path, volume_dir(entry.params.fs_path, curvine_path))
         except beneath.UnsafePath as err:
             raise _refused(curvine_path, err) from None
         try:
@@ -377,7 +436,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         await asyncio.gather(
             *(self._on_key(key, self._recovering(entry)) for key, entry in list(self.state.mounts.items()))
         )
-        await self._durable()
+        await self._durable(every=True)
 
     def _recovering(self, entry: st.MountEntry) -> Callable[[], Awaitable[None]]:
         async def recover() -> None:
@@ -446,7 +505,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                 if not self.calls.busy(key)
             )
         )
-        await self._durable()
+        await self._durable(every=True)  # and what went with no call's write
 
     def _checking(self, key: str) -> Callable[[], Awaitable[None]]:
         async def check() -> None:
@@ -496,19 +555,13 @@ class NodeService(csi_pb2_grpc.NodeServicer):
     ) -> csi_pb2.NodeStageVolumeResponse:
         _require(request, "volume_id", "staging_target_path", "volume_capability")
         volume_id, staging = request.volume_id, request.staging_target_path
-        attributes = dict(request.volume_context)
-        volume: ContextVolume | ClientVolume
-        if is_client_volume(attributes):
-            # SPEC §7: the runtime's client is the FUSE (its binds are read-only as asked, at publish).
-            volume = parse_client_context(attributes)
-            key = volume.key
-        else:
-            if reader_only(request.volume_capability):
-                attributes = reader_only_context(attributes)  # a read-only FUSE: see there why
-            volume = parse_volume_context(attributes)
-            key = mount_key(volume.params)
-        await self._call(key, lambda: self._stage(key, volume, volume_id, staging))
-        await self._durable()
+        with _logged_steps("NodeStage", volume_id=volume_id) as fields:
+            with spans.step("volume context read"):
+                volume, key = _staged_volume(request)
+            fields["mount_key"] = key
+            await self._call(key, lambda: self._stage(key, volume, volume_id, staging))
+            with spans.step(STEP_STATE):
+                await self._durable()
         return csi_pb2.NodeStageVolumeResponse()
 
     async def _stage(
@@ -542,20 +595,19 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                 curvine_path=volume.curvine_path,
                 now=st.timestamp(),
             )
-        self._save(new)
-        if not self.fuse.running(key):
-            await self._durable()  # recorded before its FUSE starts, so a restart finds the FUSE
+        self._save(new)  # on disk before a FUSE starts: _launch and _ensure_fuse wait for it
         bound = binding = False
         source = self._source(self.state.mounts[key], volume_id)
         try:
             await self._ensure_fuse(key)
             binding = True
             what = f"binding volume {volume_id}'s directory"
-            bound = await self.calls.host(
-                key, what, self._stage_on_host, self.state.mounts[key], volume_id, staging
-            )
+            with spans.step(STEP_BIND):
+                bound = await self.calls.host(
+                    key, what, self._stage_on_host, self.state.mounts[key], volume_id, staging
+                )
             binding = False
-            self._save(st.set_phase(self.state, key, "Ready", now=st.timestamp()))
+            self._save(st.set_phase(self.state, key, "Ready", now=st.timestamp()), durable=False)
         except BaseException as failure:
             if added:
                 # Cancelled while binding: the bind may have been made, unseen.
@@ -648,13 +700,15 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         readonly = request.readonly or reader_only(request.volume_capability)
         pod_uid = request.volume_context.get(POD_UID_KEY) or None
         pod = _pod_of(request.volume_context)
-        await self._call(
-            key,
-            lambda: self._publish(
-                key, volume_id, staging, target, readonly=readonly, pod_uid=pod_uid, pod=pod
-            ),
-        )
-        await self._durable()
+        with _logged_steps("NodePublish", volume_id=volume_id, mount_key=key):
+            await self._call(
+                key,
+                lambda: self._publish(
+                    key, volume_id, staging, target, readonly=readonly, pod_uid=pod_uid, pod=pod
+                ),
+            )
+            with spans.step(STEP_STATE):
+                await self._durable()
         return csi_pb2.NodePublishVolumeResponse()
 
     async def _publish(
@@ -668,24 +722,28 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         pod_uid: str | None,
         pod: str | None = None,
     ) -> None:
-        before = self.state
-        new = st.publish(before, volume_id, target, readonly, pod_uid, pod=pod)  # refused before mounting
-        args = (before.mounts[key], volume_id, staging, target, readonly)
-        bound = await self.calls.host(
-            key, f"publishing volume {volume_id} at {target}", self._publish_on_host, *args
-        )
+        added = self.state.volume_of(target) is None
+        # Recorded before the bind (a target another volume holds is refused before mounting) and
+        # written beside it, not after: a service killed meanwhile finds the target in its state
+        # and binds it at recovery, as kubelet's retry would.
+        self._save(st.publish(self.state, volume_id, target, readonly, pod_uid, pod=pod))
+        writing = asyncio.ensure_future(self._durable_step("state written beside the bind"))
+        args = (self.state.mounts[key], volume_id, staging, target, readonly)
         try:
-            if self.state is not before:
-                # Applied to the state as it is now: other keys' calls changed it meanwhile.
-                new = st.publish(self.state, volume_id, target, readonly, pod_uid, pod=pod)
-        except StateConflict:
-            # Another key's volume was published at this very target meanwhile (kubelet never
-            # asks that): ours must not show on top of it.
-            if bound:
-                # The conflict is the answer, even if this fails.
-                await self.calls.host(key, f"unbinding {target}", _unmount_quietly, target)
+            with spans.step(STEP_BIND):
+                await self.calls.host(
+                    key, f"publishing volume {volume_id} at {target}", self._publish_on_host, *args
+                )
+        except Exception:
+            # Not bound: a target this call added is forgotten again (a cancelled call keeps it:
+            # its bind may have been made, and unpublish takes it off).
+            if added:
+                self._save(st.unpublish(self.state, target))
+            await asyncio.gather(writing, return_exceptions=True)
+            with contextlib.suppress(OSError):  # the bind's failure is the answer; the next call writes
+                await self._durable()
             raise
-        self._save(new)
+        await writing
 
     @rpc
     async def NodeUnpublishVolume(
@@ -704,6 +762,39 @@ class NodeService(csi_pb2_grpc.NodeServicer):
     async def _unpublish(self, key: str, target: str) -> None:
         await self.calls.host(key, f"unpublishing {target}", _unpublish_on_host, target)
         self._save(st.unpublish(self.state, target))
+
+
+async def _cancelled(task: asyncio.Future[Any] | None) -> None:
+    """Cancel ``task`` and wait for it to end (a FUSE it was starting is stopped by its runner);
+    whatever it ends with says less than the reason it was cancelled."""
+    if task is None:
+        return
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+def _staged_volume(request: csi_pb2.NodeStageVolumeRequest) -> tuple[ContextVolume | ClientVolume, str]:
+    """The volume NodeStage is asked for, read from its context, and its mount key."""
+    attributes = dict(request.volume_context)
+    if is_client_volume(attributes):
+        # SPEC §7: the runtime's client is the FUSE (its binds are read-only as asked, at publish).
+        client = parse_client_context(attributes)
+        return client, client.key
+    if reader_only(request.volume_capability):
+        attributes = reader_only_context(attributes)  # a read-only FUSE: see there why
+    volume = parse_volume_context(attributes)
+    return volume, mount_key(volume.params)
+
+
+@contextlib.contextmanager
+def _logged_steps(call: str, **fields: str) -> Iterator[dict[str, str]]:
+    """Log, at debug, where a call's time went (kubectl_fluid/spans.py): one line per call that
+    succeeded, ``{call} steps`` with ``total_ms`` and ``steps_ms``, and the ``fields`` (the block
+    may add to the dict it is given)."""
+    with spans.recording(log.isEnabledFor(logging.DEBUG)) as timing:
+        yield fields
+    if timing is not None:
+        log.debug("%s steps", call, extra={**fields, **timing.fields()})
 
 
 def _client_volume(entry: st.MountEntry) -> ClientVolume:
@@ -775,11 +866,6 @@ def _unstage_on_host(source: str, staging: str) -> None:
 def _take_off_source(source: str) -> None:
     _detach(source)
     _remove_source(source)
-
-
-def _unmount_quietly(target: str) -> None:
-    with contextlib.suppress(mounts.MountError):
-        mounts.unmount(target)
 
 
 def _remove_mount_point(mnt_path: str) -> None:
@@ -859,16 +945,17 @@ def _bind_from(source: str, target: str, readonly: bool, source_shows: Identity 
     if source_shows is None:
         seen = os.stat(source)
         source_shows = (seen.st_dev, seen.st_ino)
-    if _shows(target, source_shows):
-        return False
     try:
-        os.lstat(target)
+        seen = os.lstat(target)  # one look: whether it shows the volume already, or exists at all
     except FileNotFoundError:
         # Nothing is mounted on a path that does not exist (kubelet leaves the target to the
         # driver): no need to read the mount table.
         Path(target).mkdir(parents=True, exist_ok=True)
     except OSError:
         pass  # a bind into a dead FUSE (ENOTCONN): stacked on, as said above
+    else:
+        if (seen.st_dev, seen.st_ino) == source_shows:
+            return False
     mounts.bind(source, target, readonly=readonly)
     return True
 

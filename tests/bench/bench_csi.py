@@ -3,7 +3,9 @@
 - NodePublish p50 on a warm key, beside one bare bind mount(2) (what a publish must do at least),
   and the two floors under it: a gRPC round trip that does nothing (NodeGetInfo), and one durable
   write of the node's state file as it stands (temporary file, fsync, rename, fsync of the
-  directory), which a publish waits for before it answers;
+  directory), which a publish waits for before it answers; then the publish beside the two floors'
+  sum (issue 33's goal: at most 1.5x), and where its time went, from the node service's own debug
+  lines (``NodePublish steps``, kubectl_fluid/spans.py);
 - cold NodeStage (a new mount key: FUSE start to ready), beside the stand-in alone reaching ``ready``;
 - stage+publish pairs per second over 50 warm mount keys (16 concurrent callers), beside its floor:
   gRPC calls that do nothing (NodeGetInfo) per second from the same 16 callers, halved (a pair is
@@ -14,6 +16,7 @@ Needs root and /dev/fuse (real mounts); the cluster is not involved.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -27,8 +30,42 @@ from csi.proto import csi_pb2
 from kubectl_fluid.api import names
 from kubectl_fluid.files import atomic_write
 from tests.bench.bench_controller import rss_mb
-from tests.bench.report import Report, at_least, at_most, percentile
+from tests.bench.report import Report, at_least, at_most, percentile, ratio_at_most
 from tests.unit.test_csi_node import Driver
+
+# The node service's debug lines carry each NodeStage's and NodePublish's steps (kubectl_fluid/spans.py).
+DEBUG = ("--log-level", "debug")
+PUBLISH_GOAL = ratio_at_most(1.5)
+
+
+def logged_steps(driver_log: Path, call: str, volume_ids: set[str]) -> list[dict[str, float]]:
+    """Each ``{call} steps`` line of ``volume_ids`` in the node service's log, in order: its steps'
+    milliseconds and the handler's own total (``total``)."""
+    out = []
+    for line in driver_log.read_text().splitlines():
+        entry = json.loads(line)
+        if entry.get("msg") == f"{call} steps" and entry.get("volume_id") in volume_ids:
+            out.append({**entry["steps_ms"], "total": entry["total_ms"]})
+    return out
+
+
+def step_rows(report: Report, what: str, steps: list[dict[str, float]], client_ms: list[float]) -> None:
+    """``{what}: <step> p50`` rows, each step as the node service timed it, and the time outside the
+    handler (gRPC both ways, the client): the caller's time less the handler's. Steps that ran side by
+    side (validate-config beside the FUSE's start) are each timed in full."""
+    if len(steps) != len(client_ms):
+        print(f"[bench] {what}'s steps skipped: {len(steps)} debug lines for {len(client_ms)} calls")
+        return
+    names = list(dict.fromkeys(name for one in steps for name in one if name != "total"))
+    for name in names:
+        report.add(f"{what}: {name} p50", percentile([one.get(name, 0.0) for one in steps], 50), "ms")
+    outside = [client - one["total"] for client, one in zip(client_ms, steps, strict=True)]
+    report.add(f"{what}: outside the handler (gRPC) p50", percentile(outside, 50), "ms")
+
+
+def publish_beside_floor(report: Report, name: str, publish: list[float], floor: float) -> None:
+    report.add(name, percentile(publish, 50), "ms", "its floor: gRPC round trip + one durable write", floor,
+               goal=PUBLISH_GOAL)  # fmt: skip
 
 
 def bare_bind_ms(root: Path, rounds: int = 50) -> list[float]:
@@ -111,7 +148,7 @@ def run(report: Report) -> None:
         return
     with tempfile.TemporaryDirectory(prefix="fcsi-") as tmp:
         root = Path(tmp)
-        driver = Driver(root)
+        driver = Driver(root, extra=DEBUG)
         driver.start()
         try:
             cold = []
@@ -134,8 +171,11 @@ def run(report: Report) -> None:
                        percentile(bare_bind_ms(root), 50), goal=at_most(2, "ms"))  # fmt: skip
             info = percentile(info_ms(driver), 50)
             report.add("its floor: gRPC round trip alone (NodeGetInfo) p50", info, "ms")
-            writes = durable_write_ms(root / "state", root / "bench-state")
-            report.add("its floor: one durable state-file write p50", percentile(writes, 50), "ms")
+            write = percentile(durable_write_ms(root / "state", root / "bench-state"), 50)
+            report.add("its floor: one durable state-file write p50", write, "ms")
+            publish_beside_floor(report, "NodePublish p50, warm key, beside its floor", publish, info + write)
+            steps = logged_steps(root / "driver.log", "NodePublish", {warm.volume_id})
+            step_rows(report, "warm NodePublish", steps, publish)
 
             # Kubelet's shape of load: many pods' volumes at once over the node's mount keys, each
             # key's FUSE already running (a warm node); 16 callers in flight.

@@ -125,3 +125,19 @@ def test_a_read_only_bind_is_read_only_in_the_other_mount_namespaces_too(
     assert (src / "f").read_text() == "the dataset"
     left = [m.mount_point for m in mounts.mount_table() if m.mount_point.startswith(f"{tmp_path}/")]
     assert sorted(left) == [str(shared_dir), str(dst)]  # nothing else made on the way
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="bind mounts need root (CI and the dev machine run as root)")
+def test_table_changes_wake_at_a_mount_and_at_an_unmount_not_before(tmp_path: Path) -> None:
+    """What a FUSE's start is awaited with: a change of the table since the file was opened (or
+    last waited on) wakes the wait, even one made before the wait began."""
+    src, dst = tmp_path / "src", tmp_path / "dst"
+    src.mkdir()
+    dst.mkdir()
+    with mounts.TableChanges() as changes:
+        mounts.bind(src, dst)  # before the wait: still seen
+        try:
+            assert changes.wait(5)
+        finally:
+            mounts.unmount(dst)
+        assert changes.wait(5)

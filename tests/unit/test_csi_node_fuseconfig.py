@@ -1,6 +1,6 @@
 """The node service and curvine-fuse's configuration: a file per mount key beside its mount point
 (the node's --fuse-config settings with the volume's masters), checked by the binary's own
-``validate-config`` before the FUSE starts, gone with the key; each FUSE's output kept per key; the
+``validate-config`` beside the FUSE's start, gone with the key; each FUSE's output kept per key; the
 exit code of a FUSE stopped at the last unstage logged."""
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def test_a_node_settings_file_that_is_not_toml_stops_the_node_service(tmp_path: 
 @requires_real_fuse
 def test_what_validate_config_refuses_fails_node_stage_with_curvine_fuses_words(tmp_path: Path) -> None:
     """A node setting curvine-fuse cannot start with: the real binary's validate-config says so at
-    NodeStage (FAILED_PRECONDITION), before any FUSE starts, and nothing is left."""
+    NodeStage (FAILED_PRECONDITION; the FUSE started beside the check is stopped), and nothing is left."""
     settings = tmp_path / "node.toml"
     settings.write_text("[fuse]\nio_threads = 0\nenable_splice = false\n")
     with running(Driver(tmp_path, fuse_binary=str(FUSE_BINARY), extra=("--fuse-config", str(settings)))) as d:
