@@ -17,7 +17,7 @@ from typing import Any
 
 import uvicorn
 
-from webhook.main import server_config
+from webhook.serving import server_config
 
 
 def app_answering(answer: bytes) -> Any:

@@ -254,6 +254,7 @@ class WebhookProcess(LocalProcess):
     port: int = 0
     proc: subprocess.Popen[bytes] | None = None
     ca: Path | None = None
+    workers: int | None = None  # --workers; None: the product's default (the CPUs it may use)
 
     @property
     def log(self) -> Path:
@@ -278,6 +279,7 @@ class WebhookProcess(LocalProcess):
             f"--namespace={names.FLUID_NAMESPACE}",
             f"--ip-san={WEBHOOK_HOST}",
             f"--webhook-config={self.config_name}",
+            *([f"--workers={self.workers}"] if self.workers else []),
         ]
         with open(self.log, "ab") as out:
             self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
