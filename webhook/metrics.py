@@ -9,6 +9,7 @@ in memory, as before.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -42,6 +43,18 @@ OVER_BUDGET = Counter(
     "fluid_webhook_lookups_over_budget_total",
     "Admissions refused because their namespace had spent its budget of cache-miss requests.",
 )
+
+# The labelled children of ADMISSIONS, by their labels: ``labels()`` takes a lock and builds its key
+# on every call, and the combinations are few (groups x plugin lists x results).
+_ADMISSION_COUNTERS: dict[tuple[str, str, str], Any] = {}
+
+
+def count_admission(group: str, plugins: str, result: str) -> None:
+    key = (group, plugins, result)
+    child = _ADMISSION_COUNTERS.get(key)
+    if child is None:
+        child = _ADMISSION_COUNTERS[key] = ADMISSIONS.labels(group, plugins, result)
+    child.inc()
 
 
 def _registry() -> CollectorRegistry | None:
