@@ -44,6 +44,7 @@ from tests.e2e.fluid import (
     service_account_kubeconfig,
 )
 from tests.e2e.wait import eventually
+from tests.procs import children
 
 SHARED_BENCH = Path(os.environ.get("SHARED_BENCH", REPO.parent / "shared" / "bench"))
 CACHE = Path(os.environ.get("KUBECTL_FLUID_CACHE", Path.home() / ".cache" / "kubectl-fluid")) / "bench"
@@ -184,20 +185,6 @@ def load(url: str, pid: int, latencies: Path) -> tuple[Load, list[float]]:
     fixed, saturated = admload(url, 300), admload(url, 0)
     figures = (fixed, saturated, [rss_mb(p) for p in [pid, *children(pid)]])
     return figures, latencies_ms(url, latencies)
-
-
-def children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (a supervisor's workers), from /proc."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                status = (entry / "status").read_text()
-            except OSError:
-                continue
-            if f"\nPPid:\t{pid}\n" in status:
-                found.append(int(entry.name))
-    return sorted(found)
 
 
 def report_load(report: Report, ours: Load, go: Load, floor: Load) -> None:

@@ -334,6 +334,14 @@ class WebhookProcess(LocalProcess):
         _, text = self.get("/metrics")
         return metric_sum(text.decode(), name, labels)
 
+    def serving_processes(self) -> int:
+        """How many processes serve the port: the supervisor's workers, or the one process. Each
+        holds its own caches, 404 memory and lookup budgets, so bounds on API requests scale by it."""
+        assert self.proc is not None
+        from tests.procs import children
+
+        return len(children(self.proc.pid)) or 1
+
 
 def metric_sum(text: str, name: str, labels: dict[str, str] | None = None) -> float:
     """Sum of a metric's samples (Prometheus text) whose labels include ``labels``."""

@@ -28,6 +28,7 @@ from kubectl_fluid.files import atomic_write
 from tests.e2e.fluid import WEBHOOK_HOST, WebhookProcess, service_account_kubeconfig
 from tests.e2e.test_webhook import denial, pod
 from tests.e2e.wait import eventually
+from tests.procs import children, running
 from webhook import certs
 from webhook.loopwatch import LIMIT, WINDOW
 
@@ -80,32 +81,13 @@ def from_every_worker(
 
 
 def workers_of(webhook: WebhookProcess) -> list[int]:
-    """The supervisor's children, by /proc."""
+    """The supervisor's children."""
     assert webhook.proc is not None
-    parent = webhook.proc.pid
-    children = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            status = (entry / "status").read_text()
-        except OSError:
-            continue
-        if f"\nPPid:\t{parent}\n" in status:
-            children.append(int(entry.name))
-    return sorted(children)
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+    return children(webhook.proc.pid)
 
 
 def none_alive(pids: list[int]) -> bool:
-    return not any(alive(pid) for pid in pids)
+    return not any(running(pid) for pid in pids)
 
 
 def review(namespace: str, datasets: str) -> bytes:
@@ -228,7 +210,7 @@ def test_every_worker_says_on_healthz_that_its_loop_stalled(webhook: WebhookProc
 def test_a_killed_worker_is_replaced_while_the_port_keeps_answering(webhook: WebhookProcess) -> None:
     victim, survivor = workers_of(webhook)
     os.kill(victim, signal.SIGKILL)
-    eventually(lambda: not alive(victim), f"worker {victim} gone", timeout=10)
+    eventually(lambda: not running(victim), f"worker {victim} gone", timeout=10)
     deadline = time.monotonic() + 30
     answered_by: set[int] = set()
     resets = 0

@@ -18,6 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.e2e.wait import eventually
+from tests.procs import running as running_pid
 from webhook.workers import cpu_limit, restart_delay, workers_for
 
 
@@ -107,17 +108,9 @@ def running(tmp_path: Path) -> dict[int, list[int]]:
     found: dict[int, list[int]] = {}
     for entry in sorted((tmp_path / "started").iterdir()):
         index, pid = (int(part) for part in entry.name.split("-"))
-        if alive(pid):
+        if running_pid(pid):
             found.setdefault(index, []).append(pid)
     return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def all_pids(tmp_path: Path) -> list[int]:
@@ -142,7 +135,7 @@ def test_a_dead_worker_is_restarted_and_sigterm_stops_them_all(tmp_path: Path) -
         assert again[1] == first[1]  # the other one was left alone
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(30) == 0
-        assert not any(alive(pid) for pid in all_pids(tmp_path))
+        assert not any(running_pid(pid) for pid in all_pids(tmp_path))
     finally:
         proc.kill()
 
@@ -154,7 +147,9 @@ def test_sigkill_of_the_supervisor_takes_its_workers_with_it(tmp_path: Path) -> 
     finally:
         proc.kill()
         proc.wait()
-    eventually(lambda: not any(alive(pid) for pid in all_pids(tmp_path)), "no orphan worker", timeout=10)
+    eventually(
+        lambda: not any(running_pid(pid) for pid in all_pids(tmp_path)), "no orphan worker", timeout=10
+    )
 
 
 def test_a_worker_s_configuration_error_stops_the_supervisor(tmp_path: Path) -> None:
@@ -165,4 +160,4 @@ def test_a_worker_s_configuration_error_stops_the_supervisor(tmp_path: Path) -> 
     finally:
         proc.kill()
     time.sleep(0.2)
-    assert not any(alive(pid) for pid in all_pids(tmp_path))
+    assert not any(running_pid(pid) for pid in all_pids(tmp_path))
