@@ -1,5 +1,7 @@
 """``fluid-webhook``: the mutating admission webhook. Every replica serves; none writes to the API
-except, with ``--bootstrap-certs``, its certificate Secret and the configuration's ``caBundle``."""
+except, with ``--bootstrap-certs``, its certificate Secret and the configuration's ``caBundle``.
+It serves on N worker processes (``--workers``, default from the CPU limit; ``webhook/workers.py``),
+or in this process with ``--workers 1`` (``webhook/serving.py``)."""
 
 from __future__ import annotations
 
