@@ -281,8 +281,10 @@ class WebhookProcess(LocalProcess):
             f"--webhook-config={self.config_name}",
             *([f"--workers={self.workers}"] if self.workers else []),
         ]
+        # TMPDIR: the supervisor's metrics directory, which a SIGKILL leaves behind, stays with the logs.
+        env = {**os.environ, "TMPDIR": str(self.log_dir)}
         with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env)
         self.ca = cert_dir / "ca.crt"
 
     def register(self, copies: int = 1) -> None:

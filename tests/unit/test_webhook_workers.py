@@ -100,7 +100,9 @@ def supervisor(tmp_path: Path, count: int = 2) -> subprocess.Popen[bytes]:
         command = [sys.executable, "-c", {WORKER!r}, {str(started)!r}, {str(bad_config)!r}]
         sys.exit(Supervisor(command, {count}).run())
     """)
-    return subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).parents[2])
+    # TMPDIR: the metrics directory a SIGKILL leaves behind stays in the test's own.
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    return subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).parents[2], env=env)
 
 
 def running(tmp_path: Path) -> dict[int, list[int]]:
