@@ -39,7 +39,7 @@ RUN pip install "grpcio-tools>=1.85.1,<2" "grpcio>=1.85.1,<2" "protobuf>=7.35.1,
  && pip install . \
  && pip uninstall --yes grpcio-tools \
  && cd / \
- && python -c "import csi.proto.csi_pb2_grpc, csi.proto.pluginregistration_pb2_grpc, csi.main, controller.main, webhook.main"
+ && python -c "import csi.proto.csi_pb2_grpc, csi.proto.pluginregistration_pb2_grpc, csi.main, controller.main, webhook.main, webhook.serving"
 
 # --- runtime --------------------------------------------------------------------------------------
 FROM ${PYTHON_IMAGE}

@@ -76,7 +76,7 @@ class Admission:
             )
         except Exception as e:
             log.exception("admission failed", extra={"namespace": namespace, "pod": _pod_name(pod)})
-            metrics.ADMISSIONS.labels("unknown", "", "error").inc()
+            metrics.count_admission("unknown", "", "error")
             return _answer(
                 uid,
                 allowed=False,
@@ -85,18 +85,18 @@ class Admission:
             )
         plugins = ",".join(outcome.plugins_run)
         if outcome.denied is not None:
-            metrics.ADMISSIONS.labels(outcome.group, plugins, "denied").inc()
+            metrics.count_admission(outcome.group, plugins, "denied")
             log.info(
                 "denied",
                 extra={"namespace": namespace, "pod": _pod_name(pod), "reason": clamp(outcome.denied)},
             )
             return _answer(uid, allowed=False, message=outcome.denied, warnings=outcome.warnings)
         result = "mutated" if outcome.patch else "unchanged"
-        metrics.ADMISSIONS.labels(outcome.group, plugins, result).inc()
+        metrics.count_admission(outcome.group, plugins, result)
         return _answer(uid, allowed=True, patch=outcome.patch, warnings=outcome.warnings)
 
     def _lookups_timed_out(self, uid: str, namespace: str, pod: dict[str, Any]) -> dict[str, Any]:
-        metrics.ADMISSIONS.labels("unknown", "", "error").inc()
+        metrics.count_admission("unknown", "", "error")
         log.warning("cache-miss lookups timed out", extra={"namespace": namespace, "pod": _pod_name(pod)})
         return _answer(
             uid,
@@ -108,7 +108,7 @@ class Admission:
 
 
 def _over_budget(uid: str, over: OverBudget, pod: dict[str, Any]) -> dict[str, Any]:
-    metrics.ADMISSIONS.labels("unknown", "", "denied").inc()
+    metrics.count_admission("unknown", "", "denied")
     log.warning(
         "namespace over its lookup budget", extra={"namespace": over.namespace, "pod": _pod_name(pod)}
     )

@@ -6,12 +6,12 @@ work per request is one body read, one orjson parse, the pipeline and one orjson
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from kubectl_fluid.api import names
 from webhook import metrics
@@ -22,6 +22,9 @@ MAX_BODY = 4 * 1024 * 1024
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Review = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+TEXT = b"text/plain; charset=utf-8"
 
 
 class BadRequest(Exception):
@@ -37,6 +40,8 @@ class App:
         self.review = review
         self.ready = ready
         self.live = live
+        # Which process answered (names.WEBHOOK_WORKER_HEADER): one of N workers behind one port.
+        self.worker = (names.WEBHOOK_WORKER_HEADER.encode(), str(os.getpid()).encode())
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -47,19 +52,19 @@ class App:
         path, method = scope["path"], scope["method"]
         if path == names.WEBHOOK_MUTATE_PATH:
             if method != "POST":
-                await _respond(send, 405, b"POST only\n")
+                await self._respond(send, 405, b"POST only\n")
                 return
             await self._admit(receive, send)
         elif path in ("/healthz", "/livez"):
             problem = self.live()
-            await _respond(send, 503 if problem else 200, f"{problem or 'ok'}\n".encode())
+            await self._respond(send, 503 if problem else 200, f"{problem or 'ok'}\n".encode())
         elif path == "/readyz":
             ok = self.ready()
-            await _respond(send, 200 if ok else 503, b"ok\n" if ok else b"caches not synced\n")
+            await self._respond(send, 200 if ok else 503, b"ok\n" if ok else b"caches not synced\n")
         elif path == "/metrics":
-            await _respond(send, 200, generate_latest(), CONTENT_TYPE_LATEST.encode())
+            await self._respond(send, 200, metrics.exposition(), metrics.CONTENT_TYPE.encode())
         else:
-            await _respond(send, 404, b"not found\n")
+            await self._respond(send, 404, b"not found\n")
 
     async def _admit(self, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
@@ -68,11 +73,25 @@ class App:
             review = _parse(body)
         except BadRequest as e:
             metrics.BAD_REQUESTS.inc()
-            await _respond(send, 400, f"bad AdmissionReview: {e}\n".encode())
+            await self._respond(send, 400, f"bad AdmissionReview: {e}\n".encode())
             return
         answer = await self.review(review)
-        await _respond(send, 200, orjson.dumps(answer), b"application/json")
+        await self._respond(send, 200, orjson.dumps(answer), b"application/json")
         metrics.ADMISSION_SECONDS.observe(time.perf_counter() - started)
+
+    async def _respond(self, send: Send, status: int, body: bytes, content_type: bytes = TEXT) -> None:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", content_type),
+                    (b"content-length", str(len(body)).encode()),
+                    self.worker,
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})
 
 
 async def _read_body(receive: Receive) -> bytes:
@@ -105,20 +124,6 @@ def _parse(body: bytes) -> dict[str, Any]:
     if not isinstance(request.get("object"), dict):
         raise BadRequest("request.object missing")
     return review
-
-
-TEXT = b"text/plain; charset=utf-8"
-
-
-async def _respond(send: Send, status: int, body: bytes, content_type: bytes = TEXT) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode())],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

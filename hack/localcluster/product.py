@@ -179,6 +179,10 @@ def ensure_webhook(cluster: Cluster) -> None:
             "--bootstrap-certs",
             f"--namespace={NAMESPACE}",
             "--ip-san=127.0.0.1",
+            # One process: the /healthz check above judges the one it reaches, and a stalled worker
+            # among N would pass it half the time (in a pod the kubelet's probes and the supervisor
+            # share that work; tests/e2e/test_webhook_workers.py runs N).
+            "--workers=1",
         ],
     )
     config = yaml.safe_load((MANIFESTS / "webhook" / "mutatingwebhookconfiguration.yaml").read_text())

@@ -765,3 +765,10 @@ CSI_NODE_DAEMONSET: Final = "fluid-csi-node"
 CSI_NODE_COMPONENT: Final = "csi-node"
 CSI_NODE_CONTAINER: Final = "csi-driver"
 WEBHOOK_COMPONENT: Final = "webhook"
+
+# --- the webhook on N worker processes (issue 33) ---------------------------------------------------
+# Every answer of fluid-webhook names the process that gave it (its pid): with ``--workers N`` the
+# kernel spreads connections over N processes on one port, and a probe or a test must tell them apart.
+WEBHOOK_WORKER_HEADER: Final = "fluid-webhook-worker"
+# prometheus_client's own variable: where the workers' metrics live, summed by whichever answers /metrics.
+PROMETHEUS_MULTIPROC_DIR_ENV: Final = "PROMETHEUS_MULTIPROC_DIR"

@@ -1,11 +1,12 @@
 """The floor under fluid-webhook's admissions/s: the server it runs on (uvicorn on uvloop and
 httptools, TLS from Python's ssl, one process, the webhook's own settings) answering every POST with
-bytes given beforehand, doing no work of its own. Whatever the webhook does per admission
+bytes given beforehand, doing no work of its own. With ``--workers N`` it runs as the webhook does
+(``webhook/workers.py``: a supervisor and N processes on one port). Whatever the webhook does per admission
 (parse, pipeline, patch, metrics) comes on top of what this process reaches, so when it alone is
 below a goal set against the Go webhook, the goal is out of reach of that server and not of the
 webhook's code.
 
-    python -m tests.bench.pyfloor --port P --cert-dir DIR --answer FILE
+    python -m tests.bench.pyfloor --port P --cert-dir DIR --answer FILE [--workers N]
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import Any
 
 import uvicorn
 
-from webhook.main import server_config
+from webhook import workers
+from webhook.serving import server_config
 
 
 def app_answering(answer: bytes) -> Any:
@@ -40,15 +42,22 @@ def app_answering(answer: bytes) -> Any:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="pyfloor")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--cert-dir", type=Path, required=True)
     parser.add_argument("--answer", type=Path, required=True)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--worker", type=int)
     args = parser.parse_args(argv)
+    if args.worker is None and args.workers > 1:
+        command = [sys.executable, "-m", "tests.bench.pyfloor", *argv, "--workers=1"]
+        sys.exit(workers.Supervisor(command, args.workers).run())
     config = server_config(app_answering(args.answer.read_bytes()), "127.0.0.1", args.port, args.cert_dir)
+    sock = workers.listen("127.0.0.1", args.port, shared=args.worker is not None)
     import uvloop
 
-    sys.exit(uvloop.run(uvicorn.Server(config).serve()))
+    sys.exit(uvloop.run(uvicorn.Server(config).serve(sockets=[sock])))
 
 
 if __name__ == "__main__":

@@ -254,6 +254,7 @@ class WebhookProcess(LocalProcess):
     port: int = 0
     proc: subprocess.Popen[bytes] | None = None
     ca: Path | None = None
+    workers: int | None = None  # --workers; None: the product's default (the CPUs it may use)
 
     @property
     def log(self) -> Path:
@@ -278,9 +279,12 @@ class WebhookProcess(LocalProcess):
             f"--namespace={names.FLUID_NAMESPACE}",
             f"--ip-san={WEBHOOK_HOST}",
             f"--webhook-config={self.config_name}",
+            *([f"--workers={self.workers}"] if self.workers else []),
         ]
+        # TMPDIR: the supervisor's metrics directory, which a SIGKILL leaves behind, stays with the logs.
+        env = {**os.environ, "TMPDIR": str(self.log_dir)}
         with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO, env=env)
         self.ca = cert_dir / "ca.crt"
 
     def register(self, copies: int = 1) -> None:
@@ -331,6 +335,14 @@ class WebhookProcess(LocalProcess):
     def metric(self, name: str, labels: dict[str, str] | None = None) -> float:
         _, text = self.get("/metrics")
         return metric_sum(text.decode(), name, labels)
+
+    def serving_processes(self) -> int:
+        """How many processes serve the port: the supervisor's workers, or the one process. Each
+        holds its own caches, 404 memory and lookup budgets, so bounds on API requests scale by it."""
+        assert self.proc is not None
+        from tests.procs import children
+
+        return len(children(self.proc.pid)) or 1
 
 
 def metric_sum(text: str, name: str, labels: dict[str, str] | None = None) -> float:

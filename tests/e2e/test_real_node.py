@@ -471,7 +471,8 @@ def test_the_products_image_built_without_docker_runs_on_the_real_node(
     # The Dockerfile's non-root default user.
     assert log.split()[0] == str(product.UID)
     out = kubectl(kubeconfig, "-n", namespace, "exec", "product", "--", "python", "-c",
-                  "import csi.proto.csi_pb2_grpc, controller.main, webhook.main; print('ok')")  # fmt: skip
+                  "import csi.proto.csi_pb2_grpc, controller.main, webhook.main, webhook.serving;"
+                  " print('ok')")  # fmt: skip
     assert out.strip() == "ok"
 
 

@@ -11,6 +11,8 @@ is missing is added.
 
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass
 from typing import Any, Final
 
 from kubectl_fluid.api import datasetrefs, names
@@ -24,6 +26,42 @@ Entries = dict[str, dict[str, Any]]
 _PROBLEMS_BUDGET: Final = 600
 # What the API server sets on a configMap volume without a mode (0644), after our patch too.
 _DEFAULT_MODE: Final = 0o644
+
+
+# Stands in for a runtime config ConfigMap that has runtime-scoped.sh, for ``datasetrefs.config_env``.
+_SCOPED_CONFIGMAP: Final = {"data": {names.RUNTIME_SCOPED_SH_KEY: ""}}
+
+
+@dataclass(frozen=True, slots=True)
+class _Wanted:
+    """What the injection of one dataset adds: its volume, its mount (by path without the trailing
+    "/"), its env entries, and the name of its scoped env var."""
+
+    volume: str
+    volume_entry: dict[str, Any]
+    mount_path: str
+    mount: dict[str, Any]
+    env: tuple[tuple[str, dict[str, Any]], ...]
+    scoped_env: str
+
+
+@functools.lru_cache(maxsize=4096)
+def _wanted(dataset: str, scoped: bool) -> _Wanted:
+    """Built once per dataset and form and shared by every admission after (issue 33: building them
+    cost a few microseconds of each admission). Safe because nothing edits them: plugins replace the
+    elements of the working copy's lists, never change one (webhook/podedit.py), and the patch only
+    serialises them."""
+    volume = names.runtime_config_volume(dataset)
+    mount_path = names.pod_config_dir(dataset)
+    env = datasetrefs.config_env(dataset, _SCOPED_CONFIGMAP if scoped else None)
+    return _Wanted(
+        volume=volume,
+        volume_entry={"name": volume, "configMap": {"name": names.runtime_config_configmap(dataset)}},
+        mount_path=mount_path.rstrip("/"),
+        mount={"name": volume, "mountPath": mount_path, "readOnly": True},
+        env=tuple((name, {"name": name, "value": path}) for name, path in env),
+        scoped_env=names.scoped_config_env_name(dataset),
+    )
 
 
 def _problem(ctx: Context, dataset: str) -> str | None:
@@ -52,29 +90,24 @@ class RuntimeConfigInjector:
         if problems:
             raise Denied(some(problems, "; ", _PROBLEMS_BUDGET, "{n} more datasets not ready"))
 
-        # Every wanted entry is built once and shared by all containers: elements of the working
-        # copy's lists are replaced, never edited (podedit), so sharing is safe.
+        # Every wanted entry is built once per dataset (``_wanted``) and shared by all containers and
+        # admissions: elements of the working copy's lists are replaced, never edited (podedit).
         volumes: Entries = {}
         mounts: Entries = {}
         mount_paths: dict[str, str] = {}  # mount path without its trailing "/" -> volume
         env: Entries = {}
         env_owner: dict[str, str] = {}
         for dataset in ctx.datasets:
-            volume = names.runtime_config_volume(dataset)
-            volumes[volume] = {"name": volume, "configMap": {"name": names.runtime_config_configmap(dataset)}}
-            mount_path = names.pod_config_dir(dataset)
-            mounts[volume] = {"name": volume, "mountPath": mount_path, "readOnly": True}
-            mount_paths[mount_path.rstrip("/")] = volume
             configmap = ctx.lookup.configmap(ctx.namespace, names.runtime_config_configmap(dataset))
-            for env_name, path in datasetrefs.config_env(dataset, configmap):
-                warn = (
-                    _warn_shared_scoped_name
-                    if env_name == names.scoped_config_env_name(dataset)
-                    else _warn_shared_env_name
-                )
+            wanted = _wanted(dataset, datasetrefs.has_scoped_form(configmap))
+            volumes[wanted.volume] = wanted.volume_entry
+            mounts[wanted.volume] = wanted.mount
+            mount_paths[wanted.mount_path] = wanted.volume
+            for env_name, entry in wanted.env:
+                warn = _warn_shared_scoped_name if env_name == wanted.scoped_env else _warn_shared_env_name
                 warn(ctx, env_owner.get(env_name), dataset, env_name)
                 env_owner[env_name] = dataset
-                env[env_name] = {"name": env_name, "value": path}
+                env[env_name] = entry
 
         podedit.merge_named(podedit.volumes_of(pod), volumes, _same_volume)
         for container in list(podedit.app_containers(pod)):
