@@ -46,9 +46,12 @@ async def run(args: argparse.Namespace) -> int:
     except (OSError, ProfileError) as e:
         log.error("cannot load the plugin profile: %s", e)
         return 2
+    background: list[asyncio.Task[None]] = []
+    if beats := os.environ.get(names.WEBHOOK_HEARTBEAT_ENV):
+        # A worker's: the supervisor replaces it when its loop stops beating (webhook/workers.py).
+        background.append(asyncio.create_task(workers.heartbeat(Path(beats))))
     api = await connect(args.kubeconfig, args.context)
     cert_dir = Path(args.cert_dir)
-    background: list[asyncio.Task[None]] = []
     # Of N workers, worker 0 alone keeps the Secret, the files and the caBundle; the others serve the
     # files it writes (and the rotations their own reloader sees).
     leader = args.worker is None or args.worker == 0

@@ -17,6 +17,11 @@ the connections over them: each worker binds the port with ``SO_REUSEPORT`` (``l
   so even a supervisor killed by SIGKILL takes its workers with it.
 - Under ``--bootstrap-certs`` only worker 0 writes the Secret, the files and the ``caBundle``; the
   others wait for the files (``wait_for_files``) and pick up rotations through their own reloader.
+- A stalled worker is replaced: each worker's event loop touches a heartbeat file of its own every
+  ``BEAT`` seconds (``heartbeat``), and the supervisor kills a worker whose loop has not run for
+  ``STALL`` seconds (``overdue``), so the normal restart replaces it. kubelet's liveness probe reaches
+  one worker of N per connection, so a stalled worker among healthy ones could go unseen by it for
+  long while it refuses its share of the pods.
 - Metrics: the workers share one directory of prometheus_client's multiprocess files, so
   ``/metrics`` on any worker answers the sum over all of them (``webhook/metrics.py: exposition``).
 """
@@ -53,6 +58,10 @@ GRACE: Final = 20.0
 # A worker that lived this long had its restarts forgotten: the next failure starts the backoff anew.
 STABLE_SECONDS: Final = 30.0
 _POLL: Final = 0.2
+# A worker's loop beats this often; one that has not beaten for STALL seconds is killed and replaced.
+# STALL is well above loopwatch.LIMIT (when /healthz starts to fail) and below kubelet's three probes.
+BEAT: Final = 0.5
+STALL: Final = 10.0
 _PR_SET_PDEATHSIG: Final = 1
 
 
@@ -87,6 +96,26 @@ def restart_delay(failures: int) -> float:
 
 
 # --- how many (the files) -------------------------------------------------------------------------
+def overdue(started: float, beat: float | None, now: float, stall: float = STALL) -> float | None:
+    """Seconds a worker's loop has not run, when that is over ``stall``; else None. ``started``: when
+    the worker was started; ``beat``: its heartbeat file's mtime (None: none yet), all wall-clock
+    seconds. A worker that has not beaten since it started is still starting: not judged."""
+    if beat is None or beat < started:
+        return None
+    quiet = now - beat
+    return quiet if quiet > stall else None
+
+
+async def heartbeat(path: Path, every: float = BEAT) -> None:
+    """Touch ``path`` from the event loop every ``every`` seconds, for the supervisor (``overdue``)."""
+    import asyncio
+
+    while True:
+        with contextlib.suppress(OSError):
+            path.touch()
+        await asyncio.sleep(every)
+
+
 def _read(path: Path) -> str | None:
     try:
         return path.read_text()
@@ -153,8 +182,10 @@ def _die_with_parent(parent: int) -> Callable[[], None]:
 class _Slot:
     proc: subprocess.Popen[bytes] | None = None
     started: float = 0.0
+    started_wall: float = 0.0
     failures: int = 0
     restart_at: float = 0.0
+    beats: Path | None = None  # its heartbeat file
 
 
 @dataclass
@@ -163,6 +194,7 @@ class Supervisor:
 
     command: list[str]
     count: int
+    stall: float = STALL
     slots: list[_Slot] = field(default_factory=list)
     stopping: bool = False
 
@@ -171,7 +203,7 @@ class Supervisor:
         env = {**os.environ, names.PROMETHEUS_MULTIPROC_DIR_ENV: metrics_dir}
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._stop)
-        self.slots = [_Slot() for _ in range(self.count)]
+        self.slots = [_Slot(beats=Path(metrics_dir) / f"heartbeat-{i}") for i in range(self.count)]
         log.info("starting workers", extra={"workers": self.count})
         code = 0
         try:
@@ -199,6 +231,7 @@ class Supervisor:
                 continue
             code = slot.proc.poll()
             if code is None:
+                self._judge(index, slot)
                 continue
             lived = now - slot.started
             slot.failures = 1 if lived >= STABLE_SECONDS else slot.failures + 1
@@ -212,9 +245,32 @@ class Supervisor:
                 return CONFIG_ERROR
         return 0
 
+    def _judge(self, index: int, slot: _Slot) -> None:
+        """Kill a worker whose event loop stopped beating; it is restarted as any that exits."""
+        assert slot.proc is not None
+        assert slot.beats is not None
+        try:
+            beat: float | None = slot.beats.stat().st_mtime
+        except OSError:
+            beat = None
+        quiet = overdue(slot.started_wall, beat, time.time(), self.stall)
+        if quiet is not None:
+            log.warning(
+                "worker's event loop has not run for %.1fs; replacing it",
+                quiet,
+                extra={"worker": index, "pid": slot.proc.pid},
+            )
+            slot.proc.kill()
+            slot.proc.wait()
+
     def _start(self, index: int, slot: _Slot, env: dict[str, str]) -> None:
         # preexec_fn is unsafe only with threads, and the supervisor starts none.
         command, preexec = [*self.command, f"--worker={index}"], _die_with_parent(os.getpid())
+        assert slot.beats is not None
+        with contextlib.suppress(FileNotFoundError):
+            slot.beats.unlink()  # the last worker's
+        env = {**env, names.WEBHOOK_HEARTBEAT_ENV: str(slot.beats)}
+        slot.started_wall = time.time()
         slot.proc = subprocess.Popen(command, env=env, preexec_fn=preexec)  # noqa: PLW1509
         slot.started = time.monotonic()
         log.info("worker started", extra={"worker": index, "pid": slot.proc.pid})

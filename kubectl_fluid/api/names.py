@@ -772,3 +772,5 @@ WEBHOOK_COMPONENT: Final = "webhook"
 WEBHOOK_WORKER_HEADER: Final = "fluid-webhook-worker"
 # prometheus_client's own variable: where the workers' metrics live, summed by whichever answers /metrics.
 PROMETHEUS_MULTIPROC_DIR_ENV: Final = "PROMETHEUS_MULTIPROC_DIR"
+# The heartbeat file a worker's event loop touches; the supervisor replaces a worker that stops.
+WEBHOOK_HEARTBEAT_ENV: Final = "FLUID_WEBHOOK_HEARTBEAT"

@@ -9,6 +9,7 @@ worker that answered names itself in ``names.WEBHOOK_WORKER_HEADER``."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -31,6 +32,7 @@ from tests.e2e.wait import eventually
 from tests.procs import children, running
 from webhook import certs
 from webhook.loopwatch import LIMIT, WINDOW
+from webhook.workers import STALL
 
 WORKERS = 2
 
@@ -233,6 +235,22 @@ def test_a_killed_worker_is_replaced_while_the_port_keeps_answering(webhook: Web
     assert replacement != victim
     from_every_worker(webhook, lambda: ask(webhook, "/readyz"), lambda a: a.status == 200, timeout=60)
     assert all(ask(webhook, "/healthz").status == 200 for _ in range(20))
+
+
+def test_a_worker_that_stops_answering_is_replaced_by_the_supervisor(webhook: WebhookProcess) -> None:
+    """Frozen (SIGSTOP) as by a loop that never yields: kubelet's probe reaches it on one connection
+    in two at best, so the supervisor itself replaces it once its loop has not beaten for STALL s."""
+    victim, survivor = workers_of(webhook)
+    os.kill(victim, signal.SIGSTOP)
+    try:
+        eventually(lambda: not running(victim), f"stopped worker {victim} killed", timeout=STALL + 20)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(victim, signal.SIGCONT)
+    eventually(lambda: len(workers_of(webhook)) == WORKERS, "a replacement started", timeout=20)
+    assert survivor in workers_of(webhook)
+    from_every_worker(webhook, lambda: ask(webhook, "/readyz"), lambda a: a.status == 200, timeout=60)
+    assert "event loop has not run" in webhook.log.read_text()
 
 
 def test_no_worker_outlives_its_supervisor(webhook: WebhookProcess) -> None:

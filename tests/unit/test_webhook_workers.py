@@ -14,12 +14,12 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tests.e2e.wait import eventually
 from tests.procs import running as running_pid
-from webhook.workers import cpu_limit, restart_delay, workers_for
+from webhook.workers import cpu_limit, overdue, restart_delay, workers_for
 
 
 @pytest.mark.parametrize(
@@ -162,4 +162,63 @@ def test_a_worker_s_configuration_error_stops_the_supervisor(tmp_path: Path) -> 
     finally:
         proc.kill()
     time.sleep(0.2)
+    assert not any(running_pid(pid) for pid in all_pids(tmp_path))
+
+
+# --- a stalled worker ---------------------------------------------------------------------------
+@given(st.floats(0, 1e6), st.floats(0, 100), st.floats(0, 100), st.floats(0.1, 60))
+def test_a_worker_is_overdue_only_past_the_stall_after_it_has_beaten(
+    started: float, after_start: float, quiet: float, stall: float
+) -> None:
+    assume(abs(quiet - stall) > 1e-3)  # clear of rounding at the edge
+    beat = started + after_start
+    got = overdue(started, beat, beat + quiet, stall)
+    if quiet > stall:
+        assert got is not None
+        assert abs(got - quiet) < 1e-3
+    else:
+        assert got is None
+    assert overdue(started, None, started + 1e6, stall) is None  # never beaten: still starting
+    assert overdue(started, started - 1, started + 1e6, stall) is None  # the last worker's beat
+
+
+STALLING = """
+import asyncio, os, sys, time
+from pathlib import Path
+from webhook.workers import heartbeat
+index = int(sys.argv[-1].removeprefix("--worker="))
+(Path(sys.argv[1]) / f"{index}-{os.getpid()}").touch()
+async def main():
+    asyncio.get_running_loop().create_task(heartbeat(Path(os.environ["FLUID_WEBHOOK_HEARTBEAT"]), 0.05))
+    await asyncio.sleep(0.5)
+    if index == 0 and not Path(sys.argv[2]).exists():
+        Path(sys.argv[2]).touch()
+        time.sleep(600)  # the loop blocked, as by a read of a hung file
+    await asyncio.sleep(600)
+asyncio.run(main())
+"""
+
+
+def test_a_worker_whose_loop_stalls_is_killed_and_replaced(tmp_path: Path) -> None:
+    started, marker = tmp_path / "started", tmp_path / "stalled-once"
+    started.mkdir()
+    code = textwrap.dedent(f"""
+        import sys
+        from webhook.workers import Supervisor
+        command = [sys.executable, "-c", {STALLING!r}, {str(started)!r}, {str(marker)!r}]
+        sys.exit(Supervisor(command, 2, stall=1.0).run())
+    """)
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=Path(__file__).parents[2], env=env)
+    try:
+        eventually(marker.exists, "worker 0's loop stalled", timeout=20)
+        first = running(tmp_path)
+        stalled = first[0][0]
+        again = eventually(lambda: two_running(tmp_path, without=stalled), "worker 0 replaced", timeout=20)
+        assert again is not None
+        assert again[1] == first[1]  # the beating one was left alone
+        assert not running_pid(stalled)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
     assert not any(running_pid(pid) for pid in all_pids(tmp_path))
