@@ -44,6 +44,7 @@ import contextlib
 import errno
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -507,8 +508,12 @@ class NodeService(csi_pb2_grpc.NodeServicer):
                 attributes = reader_only_context(attributes)  # a read-only FUSE: see there why
             volume = parse_volume_context(attributes)
             key = mount_key(volume.params)
+        t0 = time.monotonic()
         await self._call(key, lambda: self._stage(key, volume, volume_id, staging))
         await self._durable()
+        # One line per call with its duration: the time-to-first-byte bench (tests/bench/
+        # bench_firstbyte.py) reads NodeStage's start and end from it, in ms, as operators can.
+        log.info("staged", extra={"volume_id": volume_id, "mount_key": key, "seconds": _since(t0)})
         return csi_pb2.NodeStageVolumeResponse()
 
     async def _stage(
@@ -648,6 +653,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         readonly = request.readonly or reader_only(request.volume_capability)
         pod_uid = request.volume_context.get(POD_UID_KEY) or None
         pod = _pod_of(request.volume_context)
+        t0 = time.monotonic()
         await self._call(
             key,
             lambda: self._publish(
@@ -655,6 +661,9 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             ),
         )
         await self._durable()
+        log.info(
+            "published", extra={"volume_id": volume_id, "mount_key": key, "pod": pod, "seconds": _since(t0)}
+        )
         return csi_pb2.NodePublishVolumeResponse()
 
     async def _publish(
@@ -704,6 +713,11 @@ class NodeService(csi_pb2_grpc.NodeServicer):
     async def _unpublish(self, key: str, target: str) -> None:
         await self.calls.host(key, f"unpublishing {target}", _unpublish_on_host, target)
         self._save(st.unpublish(self.state, target))
+
+
+def _since(t0: float) -> float:
+    """Seconds since the monotonic ``t0``, to the tenth of a millisecond (a log line's figure)."""
+    return round(time.monotonic() - t0, 4)
 
 
 def _client_volume(entry: st.MountEntry) -> ClientVolume:
