@@ -25,13 +25,14 @@ from tests.bench import (
     bench_controller,
     bench_csi,
     bench_curvine,
+    bench_firstbyte,
     bench_inspect,
     bench_scale,
     bench_webhook,
 )
 from tests.bench.report import Report
 
-BENCHES = ("api", "controller", "webhook", "csi", "curvine", "cli", "inspect", "scale")
+BENCHES = ("api", "controller", "webhook", "csi", "curvine", "firstbyte", "cli", "inspect", "scale")
 SCALE_ONLY = ("scale",)  # in the run only with --scale, or when named
 
 
@@ -43,6 +44,7 @@ def run_all(report: Report, kubeconfig: Path, workdir: Path, args: argparse.Name
         "webhook": lambda: bench_webhook.run(report, kubeconfig, workdir),
         "csi": lambda: bench_csi.run(report),
         "curvine": lambda: bench_curvine.run(report),
+        "firstbyte": lambda: bench_firstbyte.run(report),  # a cluster of its own, one real node
         "cli": lambda: bench_cli.run(report, kubeconfig, workdir),
         "inspect": lambda: bench_inspect.run(report, kubeconfig, workdir),
         "scale": lambda: bench_scale.run(report, kubeconfig, workdir),
