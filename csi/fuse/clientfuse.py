@@ -104,7 +104,8 @@ class ClientFuse:
         if self.api is not None:
             await self.api.set_label(volume.namespace, volume.name, True)
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.wait
+        start = loop.time()
+        deadline = start + self.wait
         while True:
             mount = client_mount(volume.fluid_path)
             dead = mount is not None and await _dead(volume.fluid_path)
@@ -114,6 +115,8 @@ class ClientFuse:
                 state = await self._pod_state(volume)
                 raise FuseUnavailable(not_mounted_message(volume, self.wait, state, dead=dead))
             await asyncio.sleep(self.poll)
+        waited = round(loop.time() - start, 4)
+        log.info("client mounted", extra={"mount_key": key, "path": volume.fluid_path, "waited": waited})
         self._watch(key, volume.fluid_path, identity(mount))
         return await self.pod_name(volume)
 

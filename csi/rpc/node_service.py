@@ -49,6 +49,7 @@ import contextlib
 import errno
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -555,6 +556,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
     ) -> csi_pb2.NodeStageVolumeResponse:
         _require(request, "volume_id", "staging_target_path", "volume_capability")
         volume_id, staging = request.volume_id, request.staging_target_path
+        t0 = time.monotonic()
         with _logged_steps("NodeStage", volume_id=volume_id) as fields:
             with spans.step("volume context read"):
                 volume, key = _staged_volume(request)
@@ -562,6 +564,9 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             await self._call(key, lambda: self._stage(key, volume, volume_id, staging))
             with spans.step(STEP_STATE):
                 await self._durable()
+        # One line per call with its duration: the time-to-first-byte bench (tests/bench/
+        # bench_firstbyte.py) reads NodeStage's start and end from it, in ms, as operators can.
+        log.info("staged", extra={"volume_id": volume_id, "mount_key": key, "seconds": _since(t0)})
         return csi_pb2.NodeStageVolumeResponse()
 
     async def _stage(
@@ -700,6 +705,7 @@ class NodeService(csi_pb2_grpc.NodeServicer):
         readonly = request.readonly or reader_only(request.volume_capability)
         pod_uid = request.volume_context.get(POD_UID_KEY) or None
         pod = _pod_of(request.volume_context)
+        t0 = time.monotonic()
         with _logged_steps("NodePublish", volume_id=volume_id, mount_key=key):
             await self._call(
                 key,
@@ -709,6 +715,9 @@ class NodeService(csi_pb2_grpc.NodeServicer):
             )
             with spans.step(STEP_STATE):
                 await self._durable()
+        log.info(
+            "published", extra={"volume_id": volume_id, "mount_key": key, "pod": pod, "seconds": _since(t0)}
+        )
         return csi_pb2.NodePublishVolumeResponse()
 
     async def _publish(
@@ -795,6 +804,11 @@ def _logged_steps(call: str, **fields: str) -> Iterator[dict[str, str]]:
         yield fields
     if timing is not None:
         log.debug("%s steps", call, extra={**fields, **timing.fields()})
+
+
+def _since(t0: float) -> float:
+    """Seconds since the monotonic ``t0``, to the tenth of a millisecond (a log line's figure)."""
+    return round(time.monotonic() - t0, 4)
 
 
 def _client_volume(entry: st.MountEntry) -> ClientVolume:

@@ -25,6 +25,7 @@ from tests.bench import (
     bench_controller,
     bench_csi,
     bench_curvine,
+    bench_firstbyte,
     bench_inspect,
     bench_mirror,
     bench_mooncake,
@@ -33,7 +34,9 @@ from tests.bench import (
 )
 from tests.bench.report import Report
 
-BENCHES = ("api", "controller", "webhook", "mooncake", "csi", "curvine", "mirror", "cli", "inspect", "scale")
+BENCHES = (
+    "api", "controller", "webhook", "mooncake", "csi", "curvine", "mirror", "firstbyte", "cli", "inspect", "scale",
+)  # fmt: skip
 SCALE_ONLY = ("scale",)  # in the run only with --scale, or when named
 
 
@@ -47,6 +50,7 @@ def run_all(report: Report, kubeconfig: Path, workdir: Path, args: argparse.Name
         "csi": lambda: bench_csi.run(report),
         "curvine": lambda: bench_curvine.run(report),
         "mirror": lambda: bench_mirror.run(report, kubeconfig, workdir),
+        "firstbyte": lambda: bench_firstbyte.run(report),  # a cluster of its own, one real node
         "cli": lambda: bench_cli.run(report, kubeconfig, workdir),
         "inspect": lambda: bench_inspect.run(report, kubeconfig, workdir),
         "scale": lambda: bench_scale.run(report, kubeconfig, workdir),

@@ -154,3 +154,47 @@ def _wrap(text: str, width: int) -> list[str]:
         else:
             current = f"{current} {word}".strip()
     return [*lines, current] if current else lines
+
+
+def stages(
+    title: str, parts: Sequence[tuple[str, float, str]], unit: str = "s", x_label: str = "seconds"
+) -> str:
+    """Consecutive stages as a waterfall, one row each: (name, duration, group), each bar starting where
+    the one above ended, coloured by its group (e.g. whose time it is), with its duration beside it."""
+    row, label_w, pad = 20, 300, 60
+    w = WIDTH - label_w - pad
+    height = TOP + row * max(len(parts), 1) + BOTTOM + 30
+    whole = sum(max(d, 0.0) for _, d, _ in parts) or 1.0
+    step = _step(whole)
+    top = math.ceil(whole / step) * step
+    groups = list(dict.fromkeys(g for _, _, g in parts))
+    colour = {g: COLOURS[i % len(COLOURS)] for i, g in enumerate(groups)}
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" '
+        f'viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12">',
+        f'<rect width="{WIDTH}" height="{height}" fill="white"/>',
+        f'<text x="10" y="{TOP - 16}" font-size="15">{escape(title)}</text>',
+    ]
+    bottom = TOP + row * len(parts)
+    for i in range(round(top / step) + 1):
+        x = label_w + i * step / top * w
+        out.append(f'<line x1="{x:.1f}" y1="{TOP}" x2="{x:.1f}" y2="{bottom}" stroke="#ddd"/>')
+        out.append(f'<text x="{x:.1f}" y="{bottom + 16}" text-anchor="middle">{_number(i * step)}</text>')
+    at = 0.0
+    for i, (name, duration, group) in enumerate(parts):
+        d = max(duration, 0.0)
+        y, x = TOP + i * row, label_w + at / top * w
+        out.append(f'<text x="{label_w - 6}" y="{y + 14}" text-anchor="end">{escape(name)}</text>')
+        bar = f'x="{x:.1f}" y="{y + 3}" width="{max(d / top * w, 0.5):.1f}" height="{row - 6}"'
+        out.append(f'<rect class="stage" {bar} fill="{colour[group]}"/>')
+        out.append(f'<text x="{x + d / top * w + 4:.1f}" y="{y + 14}">{d:.3g} {escape(unit)}</text>')
+        at += d
+    out.append(f'<text x="{label_w + w / 2}" y="{bottom + 32}" text-anchor="middle">{escape(x_label)}</text>')
+    ly = bottom + 56
+    for j, g in enumerate(groups):
+        lx = label_w + j * 180
+        out.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" fill="{colour[g]}"/>')
+        total = sum(max(d, 0.0) for _, d, gg in parts if gg == g)
+        out.append(f'<text x="{lx + 16}" y="{ly}">{escape(g)}: {total:.3g} {escape(unit)}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"

@@ -241,8 +241,10 @@ def test_the_runtime_turns_ready_and_mount_ufs_runs_once(bed: Bed) -> None:
     assert len(mount_runs(bed)) == 1, mount_runs(bed)
 
 
-def test_the_s3_files_are_read_byte_exact_through_an_app_pods_pvc(bed: Bed) -> None:
-    pod = {
+def app_pod(command: list[str]) -> dict[str, Any]:
+    """The app pod on the node, the Dataset's PVC at /data, Curvine's image (its shell, GNU date)
+    running ``command`` (tests/bench/bench_firstbyte.py's too)."""
+    return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": APP, "namespace": APPS},
@@ -254,13 +256,17 @@ def test_the_s3_files_are_read_byte_exact_through_an_app_pods_pvc(bed: Bed) -> N
                     "name": "app",
                     "image": image_of_the_samples(),
                     "imagePullPolicy": "IfNotPresent",
-                    "command": ["sleep", "infinity"],
+                    "command": command,
                     "volumeMounts": [{"name": "data", "mountPath": "/data"}],
                 }
             ],
             "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": NAME}}],
         },
     }
+
+
+def test_the_s3_files_are_read_byte_exact_through_an_app_pods_pvc(bed: Bed) -> None:
+    pod = app_pod(["sleep", "infinity"])
     t0 = time.monotonic()
     apply(bed, pod)
     eventually(
