@@ -35,7 +35,8 @@ from tests.bench import (
 from tests.bench.report import Report
 
 BENCHES = (
-    "api", "controller", "webhook", "mooncake", "csi", "curvine", "mirror", "firstbyte", "cli", "inspect", "scale",
+    "api", "controller", "webhook", "mooncake", "csi", "curvine", "mirror", "firstbyte", "cli", "inspect",
+    "scale",
 )  # fmt: skip
 SCALE_ONLY = ("scale",)  # in the run only with --scale, or when named
 
