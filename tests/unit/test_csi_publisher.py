@@ -83,7 +83,7 @@ def test_objects_found_holding_what_is_wanted_are_not_written_again() -> None:
 class Recording(MirrorPublisher):
     """The mirror with the API server replaced by a record of what it would write (its I/O methods)."""
 
-    def __init__(self, server: dict[str, dict[str, object]], resync: float) -> None:
+    def __init__(self, server: dict[str, dict[str, Any]], resync: float) -> None:
         async def connect() -> Any:
             return object()
 
