@@ -25,14 +25,16 @@ from tests.bench import (
     bench_controller,
     bench_csi,
     bench_curvine,
+    bench_datapath,
     bench_inspect,
     bench_scale,
     bench_webhook,
 )
 from tests.bench.report import Report
 
-BENCHES = ("api", "controller", "webhook", "csi", "curvine", "cli", "inspect", "scale")
+BENCHES = ("api", "controller", "webhook", "csi", "curvine", "datapath", "cli", "inspect", "scale")
 SCALE_ONLY = ("scale",)  # in the run only with --scale, or when named
+NAMED_ONLY = ("datapath",)  # a real-node cluster of its own, ~10 minutes: in the run only when named
 
 
 def run_all(report: Report, kubeconfig: Path, workdir: Path, args: argparse.Namespace) -> None:
@@ -43,12 +45,16 @@ def run_all(report: Report, kubeconfig: Path, workdir: Path, args: argparse.Name
         "webhook": lambda: bench_webhook.run(report, kubeconfig, workdir),
         "csi": lambda: bench_csi.run(report),
         "curvine": lambda: bench_curvine.run(report),
+        "datapath": lambda: bench_datapath.run(report),
         "cli": lambda: bench_cli.run(report, kubeconfig, workdir),
         "inspect": lambda: bench_inspect.run(report, kubeconfig, workdir),
         "scale": lambda: bench_scale.run(report, kubeconfig, workdir),
     }
     for name in BENCHES:
-        chosen = name in args.only if args.only else (args.scale or name not in SCALE_ONLY)
+        if args.only:
+            chosen = name in args.only
+        else:
+            chosen = name not in NAMED_ONLY and (args.scale or name not in SCALE_ONLY)
         if chosen:
             steps[name]()
 
