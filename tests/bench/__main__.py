@@ -51,12 +51,16 @@ def run_all(report: Report, kubeconfig: Path, workdir: Path, args: argparse.Name
         "scale": lambda: bench_scale.run(report, kubeconfig, workdir),
     }
     for name in BENCHES:
-        if args.only:
-            chosen = name in args.only
-        else:
-            chosen = name not in NAMED_ONLY and (args.scale or name not in SCALE_ONLY)
-        if chosen:
+        if chosen(name, args):
             steps[name]()
+
+
+def chosen(name: str, args: argparse.Namespace) -> bool:
+    """Whether ``name`` runs: the named ones when any is; else all but the named-only and, without
+    --scale, the scale ones."""
+    if args.only:
+        return name in args.only
+    return name not in NAMED_ONLY and (args.scale or name not in SCALE_ONLY)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -16,11 +16,11 @@ the node's mount table (datapathio.same_fuse, which fails when the app's volume 
 extra FUSE, a copy), read in the node's mount namespace by the same program and interpreter as in the app
 pod (the product's image), from inside the app container's cgroups (datapathio.cgroup_procs): the path to
 the FUSE is all that differs, not the CPU weight the pod's QoS class gives it. Tests alternate app and
-node, the first side swapped each round, so both share the machine's noise: a sequential write (fsync'd)
-and read of a 1 GiB file, 20,000 random 4 KiB reads at seeded offsets in it, ``stat`` of 10,000 files and
-``find`` of their tree (dentries and inodes dropped before each, ``echo 2 > /proc/sys/vm/drop_caches``,
-since both sides share the kernel's cache of one superblock). Each row is the app's rate (higher is
-better) beside the node's, goal >= 0.97x; the ratios as a grouped bar chart, data-path.svg.
+node, the first side swapped each round (an even number of rounds), so both share the machine's noise: a
+sequential write (fsync'd) and read of a 1 GiB file, 20,000 random 4 KiB reads at seeded offsets in it,
+``stat`` of 10,000 files and ``find`` of their tree (``sync`` before each run, and dentries and inodes
+dropped before each of these two: bench_datapath.settle). Each row is the app's rate (higher is better)
+beside the node's, goal >= 0.97x; the ratios as a grouped bar chart, data-path.svg.
 
 Needs root, a real node and Curvine's binaries and source (else it says why and returns); about 8 to 10
 minutes (a users cluster, Curvine's runtime Ready, the rounds), so it runs only when named:
@@ -46,13 +46,13 @@ from tests.bench.report import Report, ratio_at_least
 
 APPS, SYSTEM = "default", "fluid-system"
 POD = "datapath"
-ROUNDS = 5
+ROUNDS = 4  # even: each side goes first as often as the other
 SIZE_MIB = 1024
 RANDOM_READS = 20_000
 FILES = 10_000
 SEED = 33
 GOAL = 0.97
-HOST = "node, FUSE directly"
+HOST = "host, FUSE directly"  # the node is this host: read in its mount namespace
 # test -> (the program's op, the row's unit, the rate's divisor: bytes/s to MB/s)
 TESTS: dict[str, tuple[str, str, float]] = {
     "seq write 1 GiB": ("write", "MB/s", 1e6),
@@ -160,8 +160,7 @@ def rounds(sides: dict[str, Side]) -> dict[str, dict[str, list[Timed]]]:
                     "stat": ("tree", FILES),
                     "find": ("tree",),
                 }[op]
-                if op in ("stat", "find"):
-                    drop_dentries()
+                settle(op)
                 timed = sides[name](op, *args)
                 runs[op][name].append(timed)
                 print(f"[bench]   round {r} {name} {op}: {timed.seconds:.2f}s ({timed.rate:.4g}/s)")
@@ -183,11 +182,14 @@ def app_pid(kc: Path) -> int:
     raise RuntimeError(f"no process of pod {POD} ({uid}) on this host")
 
 
-def drop_dentries() -> None:
-    """The kernel's dentries and inodes (2: not the page cache): both sides look up one superblock's
-    names, so the second would find the first's lookups cached."""
+def settle(op: str) -> None:
+    """Before each run: what the previous one left dirty written out (``sync``: else the second writer
+    of a round competed with the first's writeback, 2x slower, whichever side it was); before a
+    ``stat`` or ``find`` the kernel's dentries and inodes dropped too (2: not the page cache), since
+    both sides look up one superblock's names and the second would find the first's lookups cached."""
     subprocess.run(["sync"], check=True)
-    Path("/proc/sys/vm/drop_caches").write_text("2\n")
+    if op in ("stat", "find"):
+        Path("/proc/sys/vm/drop_caches").write_text("2\n")
 
 
 def say_mounts(fuse: str, found: SameFuse) -> None:

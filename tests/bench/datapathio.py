@@ -33,6 +33,7 @@ def tree(n):
 if op == "write":
     if os.path.exists(path):
         os.unlink(path)
+        os.sync()  # the unlink's work done before the clock starts
     block, amount = memoryview(os.urandom(MIB)), args[0] * MIB
     t0 = time.perf_counter()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)

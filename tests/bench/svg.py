@@ -101,6 +101,8 @@ def bars(
         y = TOP + (1 - reference / y_top) * h
         out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + w}" y2="{y:.1f}" stroke="#444" '
                    'stroke-dasharray="5,4"/>')  # fmt: skip
+        out.append(f'<text x="{LEFT + w - 4}" y="{y - 4:.1f}" text-anchor="end" font-size="10" '
+                   f'fill="#444">{reference:g}</text>')  # fmt: skip
     out += _legend({name: COLOURS[i % len(COLOURS)] for i, name in enumerate(series)})
     out.append("</svg>")
     return "\n".join(out) + "\n"

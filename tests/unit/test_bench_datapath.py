@@ -94,15 +94,16 @@ def test_the_rounds_alternate_the_side_that_goes_first(monkeypatch: pytest.Monke
 
         return run
 
-    drops: list[int] = []
-    monkeypatch.setattr(bench_datapath, "drop_dentries", lambda: drops.append(1))
+    settled: list[str] = []
+    monkeypatch.setattr(bench_datapath, "settle", settled.append)
     runs = bench_datapath.rounds({"app": side("app"), "node": side("node")})
     writes = [name for name, op in calls if op == "write"]
     firsts = ["app" if r % 2 == 0 else "node" for r in range(bench_datapath.ROUNDS)]
     assert writes[::2] == firsts
     assert sorted(writes) == sorted(["app", "node"] * bench_datapath.ROUNDS)
     assert all(len(by_side) == bench_datapath.ROUNDS for r in runs.values() for by_side in r.values())
-    assert len(drops) == 2 * 2 * bench_datapath.ROUNDS  # before each stat and find, each side
+    assert settled == [op for _, op in calls]  # before every run
+    assert bench_datapath.ROUNDS % 2 == 0  # each side first as often
 
 
 MOUNTS = """\
@@ -123,3 +124,14 @@ def test_the_node_side_joins_each_hierarchy_of_the_app_container_at_its_path() -
         "/sys/fs/cgroup/unified/cgroup.procs",
     ]
     assert cgroup_procs("5:pids:/x\n", MOUNTS) == []  # a hierarchy not mounted here is left out
+
+
+def test_the_data_path_bench_runs_only_when_named() -> None:
+    from tests.bench.__main__ import BENCHES, chosen, parse_args
+
+    assert "datapath" in BENCHES
+    assert not chosen("datapath", parse_args([]))
+    assert not chosen("datapath", parse_args(["--scale"]))
+    assert chosen("datapath", parse_args(["--only", "datapath"]))
+    assert chosen("curvine", parse_args([]))
+    assert not chosen("curvine", parse_args(["--only", "datapath"]))
