@@ -25,6 +25,7 @@ from tests.bench import (
     bench_controller,
     bench_csi,
     bench_curvine,
+    bench_datapath,
     bench_firstbyte,
     bench_inspect,
     bench_mirror,
@@ -35,10 +36,11 @@ from tests.bench import (
 from tests.bench.report import Report
 
 BENCHES = (
-    "api", "controller", "webhook", "mooncake", "csi", "curvine", "mirror", "firstbyte", "cli", "inspect",
-    "scale",
+    "api", "controller", "webhook", "mooncake", "csi", "curvine", "mirror", "firstbyte", "datapath", "cli",
+    "inspect", "scale",
 )  # fmt: skip
 SCALE_ONLY = ("scale",)  # in the run only with --scale, or when named
+NAMED_ONLY = ("datapath",)  # a real-node cluster of its own, ~10 minutes: in the run only when named
 
 
 def run_all(report: Report, kubeconfig: Path, workdir: Path, args: argparse.Namespace) -> None:
@@ -52,14 +54,22 @@ def run_all(report: Report, kubeconfig: Path, workdir: Path, args: argparse.Name
         "curvine": lambda: bench_curvine.run(report),
         "mirror": lambda: bench_mirror.run(report, kubeconfig, workdir),
         "firstbyte": lambda: bench_firstbyte.run(report),  # a cluster of its own, one real node
+        "datapath": lambda: bench_datapath.run(report),
         "cli": lambda: bench_cli.run(report, kubeconfig, workdir),
         "inspect": lambda: bench_inspect.run(report, kubeconfig, workdir),
         "scale": lambda: bench_scale.run(report, kubeconfig, workdir),
     }
     for name in BENCHES:
-        chosen = name in args.only if args.only else (args.scale or name not in SCALE_ONLY)
-        if chosen:
+        if chosen(name, args):
             steps[name]()
+
+
+def chosen(name: str, args: argparse.Namespace) -> bool:
+    """Whether ``name`` runs: the named ones when any is; else all but the named-only and, without
+    --scale, the scale ones."""
+    if args.only:
+        return name in args.only
+    return name not in NAMED_ONLY and (args.scale or name not in SCALE_ONLY)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

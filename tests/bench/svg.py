@@ -3,7 +3,9 @@ axes and a legend, for figures people would rather look at than read:
 
 - ``cdf``: latency distributions side by side (x: latency on a log scale, y: share of requests on a
   "nines" scale, 50%, 90%, 99%, 99.9% evenly apart, so that the tail, where webhooks differ, is seen);
-- ``timeline``: counts over time (x: seconds, y: objects), e.g. datasets converged.
+- ``timeline``: counts over time (x: seconds, y: objects), e.g. datasets converged;
+- ``bars``: grouped bars (one group per test, one bar per series), e.g. each test's ratio per FUSE,
+  with a dashed line at a reference value (1.0: no difference) when given.
 """
 
 from __future__ import annotations
@@ -65,6 +67,47 @@ def timeline(title: str, series: Mapping[str, Sequence[Point]], y_label: str) ->
     return _chart(title, x_label="seconds", y_label=y_label, x_ticks=x_ticks, y_ticks=y_ticks, lines=lines)
 
 
+def bars(
+    title: str, groups: Mapping[str, Mapping[str, float]], y_label: str, reference: float | None = None
+) -> str:
+    """One group of bars per key of ``groups``, a bar per series in it (series coloured alike across
+    groups, its value written above it); a dashed line at ``reference``."""
+    series = list(dict.fromkeys(s for bars in groups.values() for s in bars))
+    top = max([v for bars in groups.values() for v in bars.values()] + [reference or 0.0], default=1.0)
+    step = _step(top or 1.0)
+    y_top = math.ceil(top / step) * step or step
+    w, h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+    x_ticks = [(i + 0.5) / max(len(groups), 1) for i in range(len(groups))]
+    y_ticks = [(i * step / y_top, _number(i * step)) for i in range(round(y_top / step) + 1)]
+    out = _frame(title, x_label="", y_label=y_label, x_ticks=[], y_ticks=y_ticks)
+    slot = w / max(len(groups), 1)
+    bar = slot * 0.8 / max(len(series), 1)
+    for (group, values), centre in zip(groups.items(), x_ticks, strict=True):
+        left = LEFT + centre * w - bar * len(series) / 2
+        for i, name in enumerate(series):
+            if name not in values:
+                continue
+            v = max(values[name], 0.0)
+            x, y = left + i * bar, TOP + (1 - v / y_top) * h
+            colour = COLOURS[i % len(COLOURS)]
+            out.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar * 0.9:.1f}" height="{TOP + h - y:.1f}" '
+                       f'fill="{colour}"/>')  # fmt: skip
+            out.append(f'<text x="{x + bar * 0.45:.1f}" y="{y - 3:.1f}" text-anchor="middle" '
+                       f'font-size="10">{v:.2f}</text>')  # fmt: skip
+        for j, part in enumerate(_wrap(group, max(int(slot / 7), 6))):
+            out.append(f'<text x="{LEFT + centre * w:.1f}" y="{TOP + h + 14 + j * 12}" '
+                       f'text-anchor="middle" font-size="10">{escape(part)}</text>')  # fmt: skip
+    if reference is not None:
+        y = TOP + (1 - reference / y_top) * h
+        out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + w}" y2="{y:.1f}" stroke="#444" '
+                   'stroke-dasharray="5,4"/>')  # fmt: skip
+        out.append(f'<text x="{LEFT + w - 4}" y="{y - 4:.1f}" text-anchor="end" font-size="10" '
+                   f'fill="#444">{reference:g}</text>')  # fmt: skip
+    out += _legend({name: COLOURS[i % len(COLOURS)] for i, name in enumerate(series)})
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
 def _chart(
     title: str,
     *,
@@ -80,6 +123,32 @@ def _chart(
     def px(fx: float, fy: float) -> str:
         return f"{LEFT + fx * w:.1f},{TOP + (1 - fy) * h:.1f}"
 
+    out = _frame(title, x_label=x_label, y_label=y_label, x_ticks=x_ticks, y_ticks=y_ticks)
+    for i, points in enumerate(lines.values()):
+        steps, last_y = [], 0.0
+        for fx, fy in points:
+            steps += [px(fx, last_y), px(fx, fy)]
+            last_y = fy
+        if steps:
+            colour = COLOURS[i % len(COLOURS)]
+            out.append(
+                f'<polyline fill="none" stroke="{colour}" stroke-width="1.6" points="{" ".join(steps)}"/>'
+            )
+    out += _legend({name: COLOURS[i % len(COLOURS)] for i, name in enumerate(lines)})
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def _frame(
+    title: str,
+    *,
+    x_label: str,
+    y_label: str,
+    x_ticks: Sequence[tuple[float, str]],
+    y_ticks: Sequence[tuple[float, str]],
+) -> list[str]:
+    """The picture's opening: title, grid, ticks, the plot's border and the axes' labels."""
+    w, h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
         f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">',
@@ -87,7 +156,7 @@ def _chart(
         f'<text x="{LEFT}" y="{TOP - 16}" font-size="15">{escape(title)}</text>',
     ]
     for fx, text in x_ticks:
-        out.append(f'<line x1="{px(fx, 0).split(",")[0]}" y1="{TOP}" x2="{px(fx, 0).split(",")[0]}" '
+        out.append(f'<line x1="{LEFT + fx * w:.1f}" y1="{TOP}" x2="{LEFT + fx * w:.1f}" '
                    f'y2="{TOP + h}" stroke="#ddd"/>')  # fmt: skip
         out.append(
             f'<text x="{LEFT + fx * w:.1f}" y="{TOP + h + 16}" text-anchor="middle">{escape(text)}</text>'
@@ -97,28 +166,25 @@ def _chart(
         out.append(f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + w}" y2="{y:.1f}" stroke="#ddd"/>')
         out.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{escape(text)}</text>')
     out.append(f'<rect x="{LEFT}" y="{TOP}" width="{w}" height="{h}" fill="none" stroke="#444"/>')
-    out.append(f'<text x="{LEFT + w / 2}" y="{HEIGHT - 12}" text-anchor="middle">{escape(x_label)}</text>')
+    if x_label:
+        label = escape(x_label)
+        out.append(f'<text x="{LEFT + w / 2}" y="{HEIGHT - 12}" text-anchor="middle">{label}</text>')
     rotated = f"translate(16,{TOP + h / 2}) rotate(-90)"
     out.append(f'<text transform="{rotated}" text-anchor="middle">{escape(y_label)}</text>')
-    ly = TOP + 14  # each legend entry starts below the previous one's last wrapped line
-    for i, (name, points) in enumerate(lines.items()):
-        colour = COLOURS[i % len(COLOURS)]
-        steps, last_y = [], 0.0
-        for fx, fy in points:
-            steps += [px(fx, last_y), px(fx, fy)]
-            last_y = fy
-        if steps:
-            out.append(
-                f'<polyline fill="none" stroke="{colour}" stroke-width="1.6" points="{" ".join(steps)}"/>'
-            )
-        out.append(f'<line x1="{LEFT + w + 12}" y1="{ly}" x2="{LEFT + w + 32}" y2="{ly}" stroke="{colour}" '
+    return out
+
+
+def _legend(colours: Mapping[str, str]) -> list[str]:
+    """Right of the plot: each name beside its colour, each entry below the previous one's last line."""
+    x, ly, out = WIDTH - RIGHT, TOP + 14, []
+    for name, colour in colours.items():
+        out.append(f'<line x1="{x + 12}" y1="{ly}" x2="{x + 32}" y2="{ly}" stroke="{colour}" '
                    'stroke-width="3"/>')  # fmt: skip
         parts = _wrap(name, 24)
         for j, part in enumerate(parts):
-            out.append(f'<text x="{LEFT + w + 38}" y="{ly + 4 + j * 14}">{escape(part)}</text>')
+            out.append(f'<text x="{x + 38}" y="{ly + 4 + j * 14}">{escape(part)}</text>')
         ly += 14 * len(parts) + 12
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
+    return out
 
 
 NINES = 3  # the y axis ends at 99.9%

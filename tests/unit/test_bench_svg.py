@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -73,3 +74,43 @@ def test_cdf_of_any_samples_stays_inside_and_ends_at_all_of_them(samples: list[f
     (pts,) = polylines(svg.cdf("t", {"s": samples}))
     assert inside(pts)
     assert abs(pts[-1][1] - svg.TOP) < 0.11  # the last step reaches 100%
+
+
+def rects(text: str) -> list[dict[str, float]]:
+    """The bars: every filled rect but the white background."""
+    root = ET.fromstring(text)
+    return [
+        {k: float(r.attrib[k]) for k in ("x", "y", "width", "height")}
+        for r in root.iter(f"{NS}rect")
+        if r.attrib.get("fill") not in ("white", "none")
+    ]
+
+
+def test_bars_draw_one_bar_per_value_in_its_group_with_the_value_above_it() -> None:
+    groups = {"seq read": {"client": 1.0, "CSI": 0.5}, "stat": {"client": 0.98}}
+    text = svg.bars("ratios", groups, "app / node", reference=0.97)
+    bars = rects(text)
+    assert len(bars) == 3
+    one, half = bars[0], bars[1]
+    assert half["height"] == pytest.approx(one["height"] / 2)
+    assert one["y"] + one["height"] == pytest.approx(svg.HEIGHT - svg.BOTTOM)  # from the axis up
+    assert bars[2]["x"] > bars[1]["x"] > bars[0]["x"]  # groups left to right
+    words = " ".join("".join(ET.fromstring(text).itertext()).split())
+    for said in ("1.00", "0.50", "0.98", "client", "CSI", "seq read"):
+        assert said in words, words
+    assert len(list(ET.fromstring(text).iter(f"{NS}line"))) > 0
+
+
+@given(
+    st.dictionaries(
+        st.text("abcdef -", min_size=1, max_size=30),
+        st.dictionaries(st.sampled_from(["a", "b", "c"]), st.floats(0, 5), max_size=3),
+        max_size=6,
+    ),
+    st.none() | st.floats(0, 2),
+)
+def test_bars_stay_inside_the_plot(groups: dict[str, dict[str, float]], reference: float | None) -> None:
+    bars = rects(svg.bars("t", groups, "ratio", reference))
+    assert len(bars) == sum(len(v) for v in groups.values())
+    for b in bars:
+        assert inside([(b["x"], b["y"]), (b["x"] + b["width"], b["y"] + b["height"])])
