@@ -149,6 +149,11 @@ def one_fuse(cluster: Any, node: Any, fuse: str, app_dir: str) -> dict[str, dict
 def rounds(sides: dict[str, Side]) -> dict[str, dict[str, list[Timed]]]:
     """Every test ROUNDS times on each side, alternating, the side that goes first swapped each round."""
     runs: dict[str, dict[str, list[Timed]]] = {op: {s: [] for s in sides} for op, _, _ in TESTS.values()}
+    # Each side's file written once untimed first: the first round's writes (new files) were 1 s or 3 s
+    # apart from the later ones (overwrites) and favoured whichever side wrote first.
+    for name, side in sides.items():
+        settle("write")
+        side("write", f"{name}.bin", SIZE_MIB)
     for r in range(ROUNDS):
         order = list(sides) if r % 2 == 0 else list(reversed(sides))
         for op, _, _ in TESTS.values():
